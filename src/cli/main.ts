@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import { describeError, isFrondError } from '../core/errors.js';
+import { decodeCommand } from './decode.js';
+import { serveCommand } from './serve.js';
+import { tagCommand } from './tag.js';
+
+export const HELP = `frond: a distributed 64-bit ID service, compatible with Meituan Leaf
+
+usage:
+  frond serve [--host 127.0.0.1] [--port 8080] [--store sqlite:PATH] [--data-dir ./data]
+              [--worker-id N] [--no-segment] [--no-snowflake] [--epoch MS]
+              [--no-random-sequence] [--segment-wait-ms 3000] [--tag-refresh-ms 60000]
+              [--max-step 1000000] [--clock-tolerance-ms 5] [--clock-startup-wait-ms 5000]
+              [--shutdown-timeout-ms 10000] [--log-level info]
+  frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
+  frond tag list [--json] [--store S] [--data-dir D]
+  frond tag set-step TAG N [--store S] [--data-dir D]
+  frond decode ID [--epoch MS]
+  frond help | frond version
+
+Every serve flag is also an environment variable: --port is FROND_PORT, --no-segment is
+FROND_NO_SEGMENT=true. Flags win over the environment.
+`;
+
+/** Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration. */
+const USAGE_CODES = new Set([
+  'INVALID_ARGUMENT',
+  'INVALID_CONFIG',
+  'INVALID_TAG',
+  'INVALID_ID',
+  'INVALID_COUNT',
+]);
+
+export async function main(args: string[]): Promise<number> {
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serveCommand(rest);
+      case 'tag':
+        return await tagCommand(rest, out);
+      case 'decode':
+        return await decodeCommand(rest, out);
+      case 'version':
+      case '--version':
+        out(version());
+        return 0;
+      case 'help':
+      case '--help':
+      case '-h':
+        out(HELP);
+        return 0;
+      case undefined:
+        process.stderr.write(HELP);
+        return 2;
+      default:
+        process.stderr.write(`frond: unknown command ${JSON.stringify(command)} (see 'frond help')\n`);
+        return 2;
+    }
+  } catch (error) {
+    process.stderr.write(`frond: ${describeError(error)}\n`);
+    if (isFrondError(error)) return USAGE_CODES.has(error.code) ? 2 : 1;
+    return 1;
+  }
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}

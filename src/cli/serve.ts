@@ -1,0 +1,87 @@
+import { systemClock } from '../core/clock.js';
+import { describeError } from '../core/errors.js';
+import { assertWorkerId, LEAF_EPOCH, MAX_WORKER_ID } from '../core/snowflake-layout.js';
+import { createJsonLogger, isLogLevel } from '../server/json-logger.js';
+import { type ServeConfig, startServer } from '../server/serve.js';
+import {
+  booleanOption,
+  integerOption,
+  type OptionSpec,
+  type ParsedCommand,
+  parseCommand,
+  stringOption,
+  usage,
+} from './options.js';
+import { dataDirOf, STORE_OPTIONS, storeOf } from './store-options.js';
+
+export const SERVE_OPTIONS: Record<string, OptionSpec> = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  ...STORE_OPTIONS,
+  'worker-id': { type: 'string' },
+  'no-segment': { type: 'boolean' },
+  'no-snowflake': { type: 'boolean' },
+  epoch: { type: 'string' },
+  'no-random-sequence': { type: 'boolean' },
+  'segment-wait-ms': { type: 'string' },
+  'tag-refresh-ms': { type: 'string' },
+  'max-step': { type: 'string' },
+  'clock-tolerance-ms': { type: 'string' },
+  'clock-startup-wait-ms': { type: 'string' },
+  'shutdown-timeout-ms': { type: 'string' },
+  'log-level': { type: 'string' },
+};
+
+const HOUR = 3_600_000;
+
+export function serveConfig(parsed: ParsedCommand, now = Date.now()): ServeConfig {
+  const workerIdText = stringOption(parsed, 'worker-id');
+  const logLevel = stringOption(parsed, 'log-level') ?? 'info';
+  if (!isLogLevel(logLevel))
+    throw usage(`--log-level ${JSON.stringify(logLevel)} is invalid: use debug, info, warn or error`);
+  const segment = !booleanOption(parsed, 'no-segment');
+  const snowflake = !booleanOption(parsed, 'no-snowflake');
+  if (!segment && !snowflake) throw usage('--no-segment and --no-snowflake together leave nothing to serve');
+  return {
+    host: stringOption(parsed, 'host') ?? '127.0.0.1',
+    port: integerOption(parsed, 'port', 8080, 0, 65_535),
+    store: storeOf(parsed),
+    dataDir: dataDirOf(parsed),
+    workerId:
+      workerIdText === undefined
+        ? undefined
+        : assertWorkerId(integerOption(parsed, 'worker-id', 0, 0, MAX_WORKER_ID)),
+    segment,
+    snowflake,
+    epoch: integerOption(parsed, 'epoch', LEAF_EPOCH, 0, now),
+    randomSequence: !booleanOption(parsed, 'no-random-sequence'),
+    segmentWaitMs: integerOption(parsed, 'segment-wait-ms', 3_000, 1, 10 * 60_000),
+    tagRefreshMs: integerOption(parsed, 'tag-refresh-ms', 60_000, 100, 24 * HOUR),
+    maxStep: integerOption(parsed, 'max-step', 1_000_000, 1, 2_147_483_647),
+    clockToleranceMs: integerOption(parsed, 'clock-tolerance-ms', 5, 0, 1_000),
+    clockStartupWaitMs: integerOption(parsed, 'clock-startup-wait-ms', 5_000, 0, HOUR),
+    shutdownTimeoutMs: integerOption(parsed, 'shutdown-timeout-ms', 10_000, 0, 10 * 60_000),
+    logLevel,
+  };
+}
+
+/** Runs until SIGTERM or SIGINT, then shuts down gracefully; resolves with the exit code. */
+export async function serveCommand(args: string[]): Promise<number> {
+  const config = serveConfig(parseCommand('serve', args, SERVE_OPTIONS, []));
+  const logger = createJsonLogger(config.logLevel);
+  const running = await startServer(config, logger, systemClock);
+  return new Promise((resolve) => {
+    const stop = (signal: string) => {
+      logger.log('info', 'shutdown', { signal });
+      running.close().then(
+        () => resolve(0),
+        (error: unknown) => {
+          logger.log('error', 'shutdown_failed', { error: describeError(error) });
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

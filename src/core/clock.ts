@@ -1,0 +1,45 @@
+/**
+ * Time is injected everywhere so that tests can move the clock back by 1 ms or 10 s. `now()` is
+ * wall-clock milliseconds since 1970, as `Date.now()`; `schedule` is a timer that never keeps the
+ * process alive on its own.
+ */
+export interface Clock {
+  now(): number;
+  /** Runs `fn` after `ms` milliseconds; the returned function cancels it. */
+  schedule(fn: () => void, ms: number): () => void;
+}
+
+export const systemClock: Clock = {
+  now: Date.now,
+  schedule(fn, ms) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+export function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    clock.schedule(resolve, ms);
+  });
+}
+
+/**
+ * Settles with `promise`, or with `undefined` once `ms` have passed, whichever comes first. The
+ * timer is cancelled when the promise wins, so nothing is left running.
+ */
+export function within<T>(clock: Clock, promise: Promise<T>, ms: number): Promise<{ value: T } | undefined> {
+  return new Promise((resolve, reject) => {
+    const cancel = clock.schedule(() => resolve(undefined), ms);
+    promise.then(
+      (value) => {
+        cancel();
+        resolve({ value });
+      },
+      (error: unknown) => {
+        cancel();
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,143 @@
+import type { Clock } from './clock.js';
+import { describeError, FrondError, isFrondError } from './errors.js';
+import type { Logger } from './logger.js';
+import {
+  DEFAULT_SEGMENT_BUFFER_OPTIONS,
+  SegmentBuffer,
+  type SegmentBufferOptions,
+  type SegmentBufferState,
+} from './segment-buffer.js';
+import type { SegmentStore } from './segment-store.js';
+import { assertValidTag } from './tag.js';
+
+export interface SegmentAllocatorOptions extends SegmentBufferOptions {
+  /** How often the tag list is read again. Leaf: 60 s. */
+  refreshIntervalMs: number;
+  /** A tag found missing is answered 404 for this long without asking the store again. */
+  missingTagTtlMs: number;
+}
+
+export const DEFAULT_SEGMENT_ALLOCATOR_OPTIONS: SegmentAllocatorOptions = {
+  ...DEFAULT_SEGMENT_BUFFER_OPTIONS,
+  refreshIntervalMs: 60_000,
+  missingTagTtlMs: 1_000,
+};
+
+/** The missing-tag memory is bounded so that requests for random names cannot grow it forever. */
+const MAX_MISSING_TAGS = 10_000;
+
+/**
+ * All tags of one node: a double buffer per tag, created lazily. Unlike Leaf, a tag that is not in
+ * memory yet is looked up in the table on its first request, so a freshly inserted row is served
+ * at once, and a tag with no row is TAG_NOT_FOUND (404), not a generic failure.
+ */
+export class SegmentAllocator {
+  private readonly buffers = new Map<string, SegmentBuffer>();
+  private readonly missing = new Map<string, number>();
+  private cancelRefresh: (() => void) | undefined;
+  private closed = false;
+
+  constructor(
+    readonly store: SegmentStore,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: SegmentAllocatorOptions = DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+  ) {}
+
+  /** Reads the tag list once (a failure is logged, not fatal) and starts the periodic refresh. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.scheduleRefresh();
+  }
+
+  /** The next ID of `tag` if one is buffered, without waiting; `undefined` otherwise. */
+  tryNext(tag: string): number | undefined {
+    return this.buffers.get(tag)?.tryNext();
+  }
+
+  next(tag: string): Promise<number> {
+    const buffer = this.buffers.get(tag);
+    if (buffer !== undefined) {
+      const id = buffer.tryNext();
+      if (id !== undefined) return Promise.resolve(id);
+    }
+    return this.settle(tag, (b) => b.next());
+  }
+
+  nextMany(tag: string, count: number): Promise<number[]> {
+    return this.settle(tag, (b) => b.nextMany(count));
+  }
+
+  tags(): string[] {
+    return [...this.buffers.keys()];
+  }
+
+  states(): SegmentBufferState[] {
+    return [...this.buffers.values()].map((buffer) => buffer.state());
+  }
+
+  /** Reads the tag list: new tags get an empty buffer, tags gone from the table are dropped. */
+  async refresh(): Promise<void> {
+    let tags: string[];
+    try {
+      tags = await this.store.listTags();
+    } catch (error) {
+      this.logger.log('warn', 'segment.refresh_failed', { error: describeError(error) });
+      return;
+    }
+    // An empty answer changes nothing: emptying the table must not drop what is buffered (Leaf #204).
+    if (tags.length === 0 || this.closed) return;
+    const present = new Set(tags);
+    for (const tag of tags) {
+      if (!this.buffers.has(tag)) this.buffers.set(tag, this.createBuffer(tag));
+    }
+    for (const tag of this.buffers.keys()) {
+      if (!present.has(tag)) {
+        this.buffers.delete(tag);
+        this.logger.log('info', 'segment.tag_dropped', { tag });
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.cancelRefresh?.();
+  }
+
+  private async settle<T>(tag: string, take: (buffer: SegmentBuffer) => Promise<T>): Promise<T> {
+    let buffer = this.buffers.get(tag);
+    if (buffer === undefined) {
+      const missingUntil = this.missing.get(tag);
+      if (missingUntil !== undefined && missingUntil > this.clock.now()) throw notFound(tag);
+      buffer = this.createBuffer(assertValidTag(tag));
+      this.buffers.set(tag, buffer);
+    }
+    try {
+      return await take(buffer);
+    } catch (error) {
+      if (isFrondError(error, 'TAG_NOT_FOUND')) this.forget(tag, buffer);
+      throw error;
+    }
+  }
+
+  private forget(tag: string, buffer: SegmentBuffer): void {
+    if (this.buffers.get(tag) === buffer) this.buffers.delete(tag);
+    if (this.missing.size >= MAX_MISSING_TAGS) this.missing.clear();
+    this.missing.set(tag, this.clock.now() + this.options.missingTagTtlMs);
+  }
+
+  private createBuffer(tag: string): SegmentBuffer {
+    return new SegmentBuffer(tag, this.store, this.clock, this.options, this.logger);
+  }
+
+  private scheduleRefresh(): void {
+    if (this.closed) return;
+    this.cancelRefresh = this.clock.schedule(() => {
+      void this.refresh().finally(() => this.scheduleRefresh());
+    }, this.options.refreshIntervalMs);
+  }
+}
+
+function notFound(tag: string): FrondError {
+  return new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+}

@@ -1,0 +1,318 @@
+import { type Clock, within } from './clock.js';
+import { describeError, FrondError, isFrondError } from './errors.js';
+import type { Logger } from './logger.js';
+import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
+import type { Allocation, SegmentStore } from './segment-store.js';
+
+export interface SegmentBufferOptions {
+  /**
+   * The next segment starts loading once fewer than this fraction of the current one is left.
+   * Leaf: 0.9, that is, once 10% of the segment is used.
+   */
+  preloadBelowIdle: number;
+  /** How long a request waits for the load in flight when both buffers are empty (then 503). */
+  waitTimeoutMs: number;
+  /**
+   * After a failed load, no new load starts for this long, so a database that refuses connections
+   * sees one attempt per tag per interval instead of one per request.
+   */
+  retryDelayMs: number;
+  stepRules: StepRules;
+}
+
+export const DEFAULT_SEGMENT_BUFFER_OPTIONS: SegmentBufferOptions = {
+  preloadBelowIdle: 0.9,
+  waitTimeoutMs: 3_000,
+  retryDelayMs: 500,
+  stepRules: LEAF_STEP_RULES,
+};
+
+/** A reserved range `[start, max)` of one tag. */
+export interface Range {
+  start: number;
+  max: number;
+  step: number;
+}
+
+export interface SegmentBufferState {
+  tag: string;
+  initialized: boolean;
+  nextReady: boolean;
+  loading: boolean;
+  current: { value: number; max: number; step: number };
+  next: Range | undefined;
+  step: number;
+  minStep: number;
+  loads: number;
+  lastLoadAt: number;
+  lastError: { code: string; message: string; at: number } | undefined;
+}
+
+/** Failures that another attempt cannot mend: they reach the caller as they are. */
+const PERMANENT_CODES = new Set([
+  'TAG_NOT_FOUND',
+  'ID_RANGE_EXHAUSTED',
+  'SEGMENT_REGRESSED',
+  'INVALID_CONFIG',
+]);
+
+/**
+ * The double buffer of one tag, as in Leaf: the current segment is served from memory; once 10% of
+ * it is used, the next one loads in the background (never two loads at once); when the current one
+ * runs out, the next takes its place. IDs from one buffer are strictly increasing, and consecutive
+ * within a segment.
+ */
+export class SegmentBuffer {
+  // The current segment, kept in plain fields because `tryNext` reads them for every ID.
+  private value = 0;
+  private max = 0;
+  private currentStep = 0;
+  /** `tryNext` starts a load once it hands out an ID above this. Infinity: nothing to start. */
+  private preloadAfter = Number.POSITIVE_INFINITY;
+
+  private nextRange: Range | undefined;
+  private loading: Promise<void> | undefined;
+  private failure: { error: FrondError; at: number } | undefined;
+
+  // The dynamic step, as in Leaf's SegmentBuffer.
+  private step = 0;
+  private minStep = 0;
+  private loads = 0;
+  private lastLoadAt = 0;
+  /** The exclusive end of the last range loaded; a new range must not start below it. */
+  private highest = 0;
+
+  constructor(
+    readonly tag: string,
+    private readonly store: SegmentStore,
+    private readonly clock: Clock,
+    private readonly options: SegmentBufferOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The next ID if one is buffered, else `undefined` (and a load starts if none is running). */
+  tryNext(): number | undefined {
+    const id = this.value;
+    if (id < this.max) {
+      this.value = id + 1;
+      if (id > this.preloadAfter) this.startLoad();
+      return id;
+    }
+    return this.switchSegment() ? this.tryNext() : undefined;
+  }
+
+  /** The next ID, waiting a bounded time for a load when both buffers are empty. */
+  next(): Promise<number> {
+    const id = this.tryNext();
+    return id === undefined ? this.waitForId() : Promise.resolve(id);
+  }
+
+  /** `count` increasing IDs; they span segments when the current one has fewer left. */
+  async nextMany(count: number): Promise<number[]> {
+    const ids: number[] = [];
+    this.fill(ids, count);
+    while (ids.length < count) {
+      ids.push(await this.waitForId());
+      this.fill(ids, count);
+    }
+    return ids;
+  }
+
+  state(): SegmentBufferState {
+    return {
+      tag: this.tag,
+      initialized: this.loads > 0,
+      nextReady: this.nextRange !== undefined,
+      loading: this.loading !== undefined,
+      current: { value: this.value, max: this.max, step: this.currentStep },
+      next: this.nextRange && { ...this.nextRange },
+      step: this.step,
+      minStep: this.minStep,
+      loads: this.loads,
+      lastLoadAt: this.lastLoadAt,
+      lastError: this.failure && {
+        code: this.failure.error.code,
+        message: this.failure.error.message,
+        at: this.failure.at,
+      },
+    };
+  }
+
+  private fill(out: number[], count: number): void {
+    while (out.length < count) {
+      let id = this.value;
+      const end = Math.min(this.max, id + (count - out.length));
+      if (id < end) {
+        for (; id < end; id++) out.push(id);
+        this.value = end;
+        if (end - 1 > this.preloadAfter) this.startLoad();
+      } else if (!this.switchSegment()) {
+        return;
+      }
+    }
+  }
+
+  /** Makes the loaded next segment current; without one, starts a load and answers false. */
+  private switchSegment(): boolean {
+    const next = this.nextRange;
+    if (next === undefined) {
+      this.startLoad();
+      return false;
+    }
+    this.nextRange = undefined;
+    this.install(next);
+    return true;
+  }
+
+  private install(range: Range): void {
+    this.value = range.start;
+    this.max = range.max;
+    this.currentStep = range.step;
+    this.preloadAfter = range.max - this.options.preloadBelowIdle * range.step;
+  }
+
+  private startLoad(): void {
+    if (this.loading !== undefined || this.nextRange !== undefined) return;
+    if (this.failure !== undefined && this.clock.now() - this.failure.at < this.options.retryDelayMs) return;
+    this.preloadAfter = Number.POSITIVE_INFINITY;
+    this.loading = this.load()
+      .then(
+        (range) => {
+          this.failure = undefined;
+          if (this.value >= this.max) this.install(range);
+          else this.nextRange = range;
+        },
+        (error: unknown) => {
+          const failure = isFrondError(error)
+            ? error
+            : new FrondError('INTERNAL', `loading a segment of ${this.tag} failed: ${describeError(error)}`, {
+                cause: error,
+              });
+          this.failure = { error: failure, at: this.clock.now() };
+          // A later request past the 10% mark tries again (after retryDelayMs).
+          if (this.value < this.max)
+            this.preloadAfter = this.max - this.options.preloadBelowIdle * this.currentStep;
+          // An unknown tag is a client's mistake, not the node's: not worth a warning.
+          const level = failure.code === 'TAG_NOT_FOUND' ? 'debug' : 'warn';
+          this.logger.log(level, 'segment.load_failed', {
+            tag: this.tag,
+            code: failure.code,
+            error: failure.message,
+          });
+        },
+      )
+      .finally(() => {
+        this.loading = undefined;
+      });
+  }
+
+  private async load(): Promise<Range> {
+    const startedAt = this.clock.now();
+    // Loads 1 and 2 use the table's step; from the third on, the step follows the traffic.
+    const requested =
+      this.loads < 2
+        ? undefined
+        : nextStep(this.step, startedAt - this.lastLoadAt, this.minStep, this.options.stepRules);
+    let allocation: Allocation | undefined;
+    try {
+      allocation = await this.store.advance(this.tag, requested);
+    } catch (error) {
+      if (isFrondError(error)) throw error;
+      // The outcome is unknown: the UPDATE may have committed. The range is thrown away (a gap),
+      // never guessed at: another node may already hold the next one.
+      throw new FrondError(
+        'STORE_UNAVAILABLE',
+        `loading a segment of ${this.tag} from ${this.store.description} failed: ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    if (allocation === undefined) {
+      throw new FrondError('TAG_NOT_FOUND', `tag ${this.tag} has no row in leaf_alloc`);
+    }
+    const range = this.toRange(allocation);
+    const previousStep = this.step;
+    if (this.loads === 0) {
+      this.step = allocation.step;
+      this.minStep = allocation.tableStep;
+    } else if (this.loads === 1) {
+      this.lastLoadAt = startedAt;
+      this.step = allocation.step;
+      this.minStep = allocation.tableStep;
+    } else {
+      this.lastLoadAt = startedAt;
+      // Better than Leaf (#111, #200): a step changed in the table takes effect from the next load.
+      this.step = allocation.tableStep !== this.minStep ? allocation.tableStep : allocation.step;
+      this.minStep = allocation.tableStep;
+    }
+    this.loads++;
+    this.logger.log('info', 'segment.loaded', {
+      tag: this.tag,
+      start: range.start,
+      max: range.max,
+      step: range.step,
+      ms: this.clock.now() - startedAt,
+    });
+    if (this.loads > 2 && this.step !== previousStep) {
+      this.logger.log('info', 'segment.step_changed', { tag: this.tag, from: previousStep, to: this.step });
+    }
+    return range;
+  }
+
+  private toRange(allocation: Allocation): Range {
+    const { maxId, step } = allocation;
+    if (!Number.isSafeInteger(step) || step <= 0) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `tag ${this.tag} has step ${step} in leaf_alloc; set a positive step`,
+      );
+    }
+    if (maxId > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new FrondError(
+        'ID_RANGE_EXHAUSTED',
+        `tag ${this.tag} reached max_id ${maxId}, above 2^53 - 1, the largest ID frond serves in segment mode`,
+      );
+    }
+    const max = Number(maxId);
+    const start = max - step;
+    if (start < this.highest) {
+      throw new FrondError(
+        'SEGMENT_REGRESSED',
+        `tag ${this.tag}: the store returned [${start}, ${max}), below ${this.highest}, which this node already reached; was max_id lowered?`,
+      );
+    }
+    this.highest = max;
+    return { start, max, step };
+  }
+
+  private async waitForId(): Promise<number> {
+    const deadline = this.clock.now() + this.options.waitTimeoutMs;
+    // Each round waits for one load to settle, so a few rounds always suffice; the bound is a guard.
+    for (let round = 0; round < 8; round++) {
+      const id = this.tryNext();
+      if (id !== undefined) return id;
+      const loading = this.loading;
+      if (loading === undefined) throw this.unavailable();
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0 || (await within(this.clock, loading, remaining)) === undefined) {
+        throw new FrondError(
+          'SEGMENT_UNAVAILABLE',
+          `no IDs buffered for tag ${this.tag}: the segment load did not finish within ${this.options.waitTimeoutMs} ms (database slow or down); retry`,
+        );
+      }
+    }
+    throw this.unavailable();
+  }
+
+  private unavailable(): FrondError {
+    const failure = this.failure;
+    if (failure === undefined) {
+      return new FrondError('SEGMENT_UNAVAILABLE', `no IDs buffered for tag ${this.tag}; retry`);
+    }
+    if (PERMANENT_CODES.has(failure.error.code)) return failure.error;
+    return new FrondError(
+      'SEGMENT_UNAVAILABLE',
+      `no IDs buffered for tag ${this.tag}: the last segment load failed ${this.clock.now() - failure.at} ms ago (${failure.error.message}); retry`,
+      { cause: failure.error },
+    );
+  }
+}

@@ -1,0 +1,34 @@
+/** Leaf's dynamic step, with Leaf's constants as defaults. */
+export interface StepRules {
+  /** Upper bound of the dynamic step. Leaf: 1,000,000. */
+  maxStep: number;
+  /** A segment used up faster than this doubles the step. Leaf: 15 minutes. */
+  growBelowMs: number;
+  /** A segment that lasted this long or longer halves the step. Leaf: 30 minutes. */
+  shrinkFromMs: number;
+}
+
+export const LEAF_STEP_RULES: StepRules = {
+  maxStep: 1_000_000,
+  growBelowMs: 15 * 60_000,
+  shrinkFromMs: 30 * 60_000,
+};
+
+/**
+ * The step of the next load, from the current step and the time since the previous load (about the
+ * time one segment lasted, since loads start when 10% of a segment is used). As in Leaf, doubling
+ * stops at the last value under the cap: from 1,000 the step grows to 512,000, not 1,000,000.
+ */
+export function nextStep(
+  current: number,
+  sinceLastLoadMs: number,
+  minStep: number,
+  rules: StepRules,
+): number {
+  if (sinceLastLoadMs < rules.growBelowMs) {
+    return current * 2 <= rules.maxStep ? current * 2 : current;
+  }
+  if (sinceLastLoadMs < rules.shrinkFromMs) return current;
+  const half = Math.floor(current / 2);
+  return half >= minStep ? half : current;
+}

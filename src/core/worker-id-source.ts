@@ -1,0 +1,25 @@
+/** What a worker-ID source hands a node: its worker ID and the last time it may have used. */
+export interface WorkerLease {
+  workerId: number;
+  /**
+   * The highest timestamp (ms since 1970) an earlier holder of this worker ID may have put in an
+   * ID, or 0 if none is known. The node must not issue IDs at or below it.
+   */
+  lastTimestamp: number;
+}
+
+/**
+ * Hands out snowflake worker IDs (0..1023). A backend (local file, ZooKeeper, etcd) implements
+ * acquire / record / release; the rules about time live in the core (`SnowflakeService`).
+ */
+export interface WorkerIdSource {
+  readonly description: string;
+  acquire(): Promise<WorkerLease>;
+  /**
+   * Durably records that IDs with timestamps up to `timestamp` may be issued. Resolves only once
+   * the record is safe: the node issues nothing above the last recorded time.
+   */
+  record(timestamp: number): Promise<void>;
+  /** Records the last timestamp actually used and gives the worker ID up. */
+  release(lastTimestamp: number): Promise<void>;
+}

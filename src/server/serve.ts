@@ -1,0 +1,139 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { Logger, LogLevel } from '../core/logger.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../core/segment-allocator.js';
+import { LEAF_STEP_RULES } from '../core/segment-step.js';
+import type { SegmentStore } from '../core/segment-store.js';
+import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../core/snowflake-service.js';
+import { openStore } from '../stores/open-store.js';
+import { FileWorkerIdSource } from '../workers/file/file-worker-id-source.js';
+import { createApp } from './app.js';
+import { lockDataDir } from './data-dir-lock.js';
+
+export interface ServeConfig {
+  host: string;
+  port: number;
+  /** `sqlite:PATH`; the default is `sqlite:<dataDir>/frond.db`. */
+  store: string;
+  dataDir: string;
+  workerId: number | undefined;
+  segment: boolean;
+  snowflake: boolean;
+  epoch: number;
+  randomSequence: boolean;
+  /** ms a request waits for a segment load when both buffers are empty. */
+  segmentWaitMs: number;
+  /** ms between two reads of the tag list. */
+  tagRefreshMs: number;
+  maxStep: number;
+  /** ms of clock step back that is waited out while running. */
+  clockToleranceMs: number;
+  /** ms the start waits for a clock behind the last recorded timestamp before refusing. */
+  clockStartupWaitMs: number;
+  /** ms a graceful shutdown waits for requests in flight. */
+  shutdownTimeoutMs: number;
+  logLevel: LogLevel;
+}
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Composes store, allocator, snowflake node and HTTP; nothing here is on the path of a request. */
+export async function startServer(
+  config: ServeConfig,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<RunningServer> {
+  const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step();
+  };
+  try {
+    let store: SegmentStore | undefined;
+    let segment: SegmentAllocator | undefined;
+    if (config.segment) {
+      store = openStore(config.store);
+      const opened = store;
+      cleanups.push(() => opened.close());
+      segment = new SegmentAllocator(store, clock, logger, {
+        ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+        waitTimeoutMs: config.segmentWaitMs,
+        refreshIntervalMs: config.tagRefreshMs,
+        stepRules: { ...LEAF_STEP_RULES, maxStep: config.maxStep },
+      });
+      await segment.start();
+      const allocator = segment;
+      cleanups.push(() => allocator.close());
+    }
+    let snowflake: SnowflakeService | undefined;
+    if (config.snowflake) {
+      snowflake = await SnowflakeService.start(
+        new FileWorkerIdSource(config.dataDir, { workerId: config.workerId }),
+        clock,
+        logger,
+        {
+          ...DEFAULT_SNOWFLAKE_OPTIONS,
+          epoch: config.epoch,
+          randomStart: config.randomSequence,
+          backwardsToleranceMs: config.clockToleranceMs,
+          startupWaitMs: config.clockStartupWaitMs,
+        },
+      );
+      const service = snowflake;
+      cleanups.push(() => service.close());
+    }
+    const server = createServer(createApp({ segment, snowflake, epoch: config.epoch, logger }));
+    server.on('clientError', (error, socket) => {
+      // A malformed request gets a 400 instead of a silent reset; nothing reaches the process.
+      if (socket.writable)
+        socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      logger.log('debug', 'http.client_error', { error: error.message });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    logger.log('info', 'listening', {
+      url,
+      segment: store?.description ?? 'off',
+      snowflakeWorkerId: snowflake?.workerId ?? 'off',
+    });
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      server,
+      close() {
+        closing ??= (async () => {
+          await closeHttp(server, config.shutdownTimeoutMs);
+          await cleanup();
+          logger.log('info', 'stopped', {});
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/** Stops accepting, lets requests in flight finish, and cuts what is left after `timeoutMs`. */
+function closeHttp(server: Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

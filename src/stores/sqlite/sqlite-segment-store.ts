@@ -1,0 +1,119 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { FrondError } from '../../core/errors.js';
+import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+
+/** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
+export const SQLITE_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
+  biz_tag     VARCHAR(128) NOT NULL DEFAULT '' PRIMARY KEY,
+  max_id      BIGINT       NOT NULL DEFAULT 1,
+  step        INT          NOT NULL,
+  description VARCHAR(256) DEFAULT NULL,
+  update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+
+interface RawRow {
+  biz_tag: string;
+  max_id: bigint;
+  step: bigint;
+  description: string | null;
+  update_time: string | null;
+}
+
+/**
+ * The embedded default store: Leaf's `leaf_alloc` in one SQLite file. Several processes may share
+ * the file (a server and `frond tag add`): writes take SQLite's write lock, so two allocations never
+ * overlap, and `synchronous = FULL` keeps a committed max_id across a power loss.
+ */
+export class SqliteSegmentStore implements SegmentStore {
+  readonly description: string;
+  private readonly db: Database.Database;
+  private readonly statements;
+
+  constructor(readonly path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.description = `sqlite:${path}`;
+    this.db = new Database(path, { timeout: 5_000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SQLITE_DDL);
+    const db = this.db;
+    this.statements = {
+      advanceByTableStep: db.prepare(
+        'UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?',
+      ),
+      advanceBy: db.prepare(
+        'UPDATE leaf_alloc SET max_id = max_id + ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?',
+      ),
+      read: db
+        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = ?')
+        .safeIntegers(true),
+      list: db.prepare('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag'),
+      rows: db
+        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc ORDER BY biz_tag')
+        .safeIntegers(true),
+      insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
+      setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
+    };
+  }
+
+  async advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    const run = this.db.transaction((): Allocation | undefined => {
+      const changed =
+        step === undefined
+          ? this.statements.advanceByTableStep.run(tag).changes
+          : this.statements.advanceBy.run(step, tag).changes;
+      if (changed === 0) return undefined;
+      const row = this.statements.read.get(tag) as RawRow;
+      const tableStep = Number(row.step);
+      return { maxId: row.max_id, step: step ?? tableStep, tableStep };
+    });
+    return run.immediate();
+  }
+
+  async listTags(): Promise<string[]> {
+    return (this.statements.list.all() as { biz_tag: string }[]).map((row) => row.biz_tag);
+  }
+
+  async getTag(tag: string): Promise<TagRow | undefined> {
+    const row = this.statements.read.get(tag) as RawRow | undefined;
+    return row && toTagRow(row);
+  }
+
+  async listRows(): Promise<TagRow[]> {
+    return (this.statements.rows.all() as RawRow[]).map(toTagRow);
+  }
+
+  async addTag(tag: NewTag): Promise<void> {
+    try {
+      this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  async setStep(tag: string, step: number): Promise<void> {
+    if (this.statements.setStep.run(step, tag).changes === 0) {
+      throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+function toTagRow(row: RawRow): TagRow {
+  return {
+    tag: row.biz_tag,
+    maxId: row.max_id,
+    step: Number(row.step),
+    description: row.description,
+    // CURRENT_TIMESTAMP is UTC text, 'YYYY-MM-DD HH:MM:SS'.
+    updateTime: row.update_time === null ? null : new Date(`${row.update_time.replace(' ', 'T')}Z`),
+  };
+}

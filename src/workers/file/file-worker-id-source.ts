@@ -1,0 +1,103 @@
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FrondError } from '../../core/errors.js';
+import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
+
+export const WORKER_FILE = 'snowflake-worker.json';
+
+interface WorkerFile {
+  workerId: number;
+  /** The highest timestamp (ms) this node may have put in an ID. */
+  lastTimestamp: number;
+}
+
+export interface FileWorkerIdSourceOptions {
+  /** A fixed worker ID (`--worker-id`); without one, the file's, or a random one kept in the file. */
+  workerId?: number | undefined;
+  random?: () => number;
+}
+
+/**
+ * The embedded worker-ID source: one JSON file in the data dir keeps the worker ID and the last
+ * timestamp the node may have used, so a restart never repeats an ID even with its clock set back.
+ * It knows nothing of other nodes: several nodes need distinct `--worker-id`s (or ZooKeeper/etcd).
+ */
+export class FileWorkerIdSource implements WorkerIdSource {
+  readonly description: string;
+  private readonly path: string;
+  private workerId = -1;
+
+  constructor(
+    private readonly dir: string,
+    private readonly options: FileWorkerIdSourceOptions = {},
+  ) {
+    this.path = join(dir, WORKER_FILE);
+    this.description = `file:${this.path}`;
+  }
+
+  async acquire(): Promise<WorkerLease> {
+    await mkdir(this.dir, { recursive: true });
+    const stored = await this.read();
+    const configured = this.options.workerId;
+    const random = this.options.random ?? Math.random;
+    this.workerId = assertWorkerId(
+      configured ?? stored?.workerId ?? Math.floor(random() * (MAX_WORKER_ID + 1)),
+    );
+    // The stored time is kept even when --worker-id changes: waiting for it is cheap, a repeat is not.
+    const lastTimestamp = stored?.lastTimestamp ?? 0;
+    await this.write(lastTimestamp);
+    return { workerId: this.workerId, lastTimestamp };
+  }
+
+  record(timestamp: number): Promise<void> {
+    return this.write(timestamp);
+  }
+
+  release(lastTimestamp: number): Promise<void> {
+    return this.write(lastTimestamp);
+  }
+
+  private async read(): Promise<WorkerFile | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const file = parsed as Partial<WorkerFile> | undefined;
+    if (
+      typeof file !== 'object' ||
+      file === null ||
+      !Number.isInteger(file.workerId) ||
+      !Number.isSafeInteger(file.lastTimestamp)
+    ) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `${this.path} is damaged; restore it, or delete it and start with the clock past the last ID issued`,
+      );
+    }
+    return file as WorkerFile;
+  }
+
+  /** Writes a temporary file, syncs it, and renames it over the old one: a crash leaves one or the other. */
+  private async write(lastTimestamp: number): Promise<void> {
+    const body: WorkerFile = { workerId: this.workerId, lastTimestamp };
+    const temporary = `${this.path}.tmp`;
+    const handle = await open(temporary, 'w');
+    try {
+      await handle.writeFile(`${JSON.stringify(body)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, this.path);
+  }
+}
