@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import { isFrondError } from '../src/core/errors.js';
+import type { SegmentStore } from '../src/core/segment-store.js';
+import { randomTag } from './support/random-tag.js';
+
+/**
+ * The contract every SegmentStore backend passes. `open` gives a store on a shared database (or
+ * undefined after marking the test skipped/failed because the service is missing); every test works
+ * on fresh random tags, so nothing needs cleaning up.
+ */
+export function describeSegmentStore(
+  name: string,
+  open: (t: TestContext) => Promise<SegmentStore | undefined>,
+): void {
+  describe(`SegmentStore contract: ${name}`, () => {
+    async function withStore(t: TestContext, use: (store: SegmentStore) => Promise<void>): Promise<void> {
+      const store = await open(t);
+      if (store === undefined) return;
+      try {
+        await use(store);
+      } finally {
+        await store.close();
+      }
+    }
+
+    it('resolves undefined when advancing a tag that has no row', (t) =>
+      withStore(t, async (store) => {
+        assert.equal(await store.advance(randomTag()), undefined);
+        assert.equal(await store.advance(randomTag(), 10), undefined);
+      }));
+
+    it("advances by the table's step and reads the row back: max_id 1000 hands out 1000 first", (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 2000, start: 1000n, description: 'orders' });
+        const first = await store.advance(tag);
+        assert.deepEqual(first, { maxId: 3000n, step: 2000, tableStep: 2000 });
+        // The range of that allocation is [maxId - step, maxId) = [1000, 3000).
+        const second = await store.advance(tag);
+        assert.deepEqual(second, { maxId: 5000n, step: 2000, tableStep: 2000 });
+      }));
+
+    it("advances by a given step without changing the table's step", (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 100, start: 1n });
+        assert.deepEqual(await store.advance(tag, 350), { maxId: 351n, step: 350, tableStep: 100 });
+        assert.equal((await store.getTag(tag))?.step, 100);
+        assert.deepEqual(await store.advance(tag), { maxId: 451n, step: 100, tableStep: 100 });
+      }));
+
+    it('rejects a second row for the same tag with TAG_EXISTS', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        await assert.rejects(store.addTag({ tag, step: 20, start: 5n }), (error) =>
+          isFrondError(error, 'TAG_EXISTS'),
+        );
+        assert.equal((await store.getTag(tag))?.step, 10);
+      }));
+
+    it('changes the step of a tag, and reports TAG_NOT_FOUND for a tag without a row', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        await store.setStep(tag, 500);
+        assert.deepEqual(await store.advance(tag), { maxId: 501n, step: 500, tableStep: 500 });
+        await assert.rejects(store.setStep(randomTag(), 5), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
+      }));
+
+    it('lists tags and rows with max_id, step, description and update time', (t) =>
+      withStore(t, async (store) => {
+        const a = randomTag('a');
+        const b = randomTag('b');
+        await store.addTag({ tag: a, step: 10, start: 7n, description: 'first' });
+        await store.addTag({ tag: b, step: 20, start: 1n });
+        const tags = await store.listTags();
+        assert.ok(tags.includes(a) && tags.includes(b));
+        const rows = await store.listRows();
+        const row = rows.find((r) => r.tag === a);
+        assert.equal(row?.maxId, 7n);
+        assert.equal(row?.step, 10);
+        assert.equal(row?.description, 'first');
+        assert.ok(row?.updateTime instanceof Date && !Number.isNaN(row.updateTime.getTime()));
+        assert.equal(rows.find((r) => r.tag === b)?.description, null);
+        assert.equal(await store.getTag(randomTag()), undefined);
+      }));
+
+    it('keeps 64-bit max_id values exact, beyond 2^53', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        const start = 2n ** 62n + 1n;
+        await store.addTag({ tag, step: 3, start });
+        assert.deepEqual(await store.advance(tag), { maxId: start + 3n, step: 3, tableStep: 3 });
+      }));
+
+    it('never hands two concurrent allocations overlapping ranges, from one or two connections', (t) =>
+      withStore(t, async (store) => {
+        const other = await open(t);
+        if (other === undefined) return;
+        try {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 10, start: 1n });
+          // 60 allocations in flight at once, half through each connection, steps from 1 to 37.
+          const steps = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? undefined : 1 + ((i * 7) % 37)));
+          const allocations = await Promise.all(
+            steps.map((step, i) => ((i % 2 === 0 ? store : other) as SegmentStore).advance(tag, step)),
+          );
+          const ranges = allocations
+            .map((a) => {
+              assert.ok(a);
+              return [a.maxId - BigInt(a.step), a.maxId] as const;
+            })
+            .sort((x, y) => (x[0] < y[0] ? -1 : 1));
+          // Sorted, the ranges tile [1, final max_id) exactly: no overlap, no hole.
+          let expected = 1n;
+          for (const [start, end] of ranges) {
+            assert.equal(start, expected);
+            expected = end;
+          }
+          assert.equal((await store.getTag(tag))?.maxId, expected);
+        } finally {
+          await other.close();
+        }
+      }));
+  });
+}

@@ -1,0 +1,113 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** The real executable users run; tests drive it as a separate process. */
+export const FROND_BIN = new URL('../../bin/frond', import.meta.url).pathname;
+
+export function tempDir(prefix = 'frond-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface FrondProcess {
+  /** `http://127.0.0.1:PORT`, read from the `listening` log line. */
+  url: string;
+  child: ChildProcess;
+  /** Every stdout line so far (JSON log lines). */
+  logs: string[];
+  stderr: string[];
+  /** Resolves with the exit code (or the signal name) once the process has ended. */
+  exited: Promise<number | string>;
+  /** Sends `signal` and waits for the exit (SIGKILL after `graceMs` if it does not stop). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | string>;
+}
+
+/**
+ * Starts `frond serve ARGS` (add `--port 0` for a free port) and resolves once it listens; rejects
+ * with its output if it exits first or does not listen within `timeoutMs`.
+ */
+export function startFrond(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<FrondProcess> {
+  const child = spawn(process.execPath, [FROND_BIN, 'serve', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+  });
+  const logs: string[] = [];
+  const stderr: string[] = [];
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => stderr.push(line));
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    try {
+      return await exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(
+          `frond serve ${args.join(' ')} did not listen in time:\n${[...logs, ...stderr].join('\n')}`,
+        ),
+      );
+    }, options.timeoutMs ?? 20_000);
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      logs.push(line);
+      if (!line.includes('"listening"')) return;
+      const event = JSON.parse(line) as { event: string; url: string };
+      if (event.event !== 'listening') return;
+      clearTimeout(timer);
+      resolve({ url: event.url, child, logs, stderr, exited, stop });
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`frond serve exited with ${code} before listening:\n${[...logs, ...stderr].join('\n')}`),
+      );
+    });
+  });
+}
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one `frond` command to its end (bounded by `timeoutMs`). */
+export function runFrond(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FROND_BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`frond ${args.join(' ')} did not finish in time`));
+    }, options.timeoutMs ?? 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
