@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ManualClock, settle } from '../../test/support/manual-clock.js';
+import { MemoryStore } from '../../test/support/memory-store.js';
+import { isFrondError } from './errors.js';
+import { silentLogger } from './logger.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from './segment-allocator.js';
+
+function setup() {
+  const store = new MemoryStore();
+  const clock = new ManualClock();
+  const allocator = new SegmentAllocator(store, clock, silentLogger, {
+    ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+    refreshIntervalMs: 60_000,
+    missingTagTtlMs: 1_000,
+  });
+  return { store, clock, allocator };
+}
+
+describe('SegmentAllocator', () => {
+  it('creates an empty buffer per tag at start and touches no max_id', async () => {
+    const { store, allocator } = setup();
+    await store.addTag({ tag: 'a', step: 10, start: 1n });
+    await store.addTag({ tag: 'b', step: 10, start: 1n });
+    await allocator.start();
+    assert.deepEqual(allocator.tags().sort(), ['a', 'b']);
+    assert.equal(store.calls.length, 0);
+    allocator.close();
+  });
+
+  it('serves a tag inserted after start on its first request, without waiting for the refresh', async () => {
+    const { store, allocator } = setup();
+    await allocator.start();
+    await store.addTag({ tag: 'late', step: 10, start: 500n });
+    assert.equal(await allocator.next('late'), 500);
+    allocator.close();
+  });
+
+  it('answers TAG_NOT_FOUND for a tag without a row, and remembers it for a second', async () => {
+    const { store, clock, allocator } = setup();
+    await allocator.start();
+    await assert.rejects(allocator.next('ghost'), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
+    await assert.rejects(allocator.nextMany('ghost', 3), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
+    assert.equal(store.calls.length, 1, 'the second request did not reach the store');
+    assert.deepEqual(allocator.tags(), []);
+    await store.addTag({ tag: 'ghost', step: 10, start: 1n });
+    await clock.advance(1_000);
+    assert.equal(await allocator.next('ghost'), 1);
+    allocator.close();
+  });
+
+  it('rejects an invalid tag name before touching the store', async () => {
+    const { store, allocator } = setup();
+    await assert.rejects(allocator.next('bad tag'), (error) => isFrondError(error, 'INVALID_TAG'));
+    assert.equal(store.calls.length, 0);
+  });
+
+  it('adds new tags and drops removed ones on the periodic refresh, but ignores an empty list', async () => {
+    const { store, clock, allocator } = setup();
+    await store.addTag({ tag: 'a', step: 10, start: 1n });
+    await allocator.start();
+    await store.addTag({ tag: 'b', step: 10, start: 1n });
+    store.rows.delete('a');
+    await clock.advance(60_000);
+    await settle();
+    assert.deepEqual(allocator.tags(), ['b']);
+    store.rows.clear();
+    await clock.advance(60_000);
+    await settle();
+    assert.deepEqual(allocator.tags(), ['b'], 'an empty table does not drop what is buffered');
+    allocator.close();
+    assert.equal(clock.pendingTimers, 0, 'close stops the refresh timer');
+  });
+
+  it('keeps one buffer for concurrent first requests of a tag: one load, distinct IDs', async () => {
+    const { store, allocator } = setup();
+    // A step of 1000, so 50 IDs stay under the 10% mark and no preload starts.
+    await store.addTag({ tag: 'a', step: 1000, start: 1n });
+    const ids = await Promise.all(Array.from({ length: 50 }, () => allocator.next('a')));
+    assert.equal(new Set(ids).size, 50);
+    assert.equal(store.calls.length, 1);
+  });
+});
