@@ -1,7 +1,8 @@
 /**
  * Time is injected everywhere so that tests can move the clock back by 1 ms or 10 s. `now()` is
- * wall-clock milliseconds since 1970, as `Date.now()`; `schedule` is a timer that never keeps the
- * process alive on its own.
+ * wall-clock milliseconds since 1970, as `Date.now()`; `schedule` is a timer. Timers keep the
+ * process alive (a start-up that waits for the clock must not end the process with an empty event
+ * loop), so every owner cancels its timers when it closes.
  */
 export interface Clock {
   now(): number;
@@ -13,7 +14,6 @@ export const systemClock: Clock = {
   now: Date.now,
   schedule(fn, ms) {
     const timer = setTimeout(fn, ms);
-    timer.unref();
     return () => clearTimeout(timer);
   },
 };

@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runFrond, tempDir } from './support/frond-process.js';
+
+/** A failed command says what to fix on one line, with no stack trace. */
+function assertOneLineError(
+  result: { code: number | null; stderr: string },
+  code: number,
+  pattern: RegExp,
+): void {
+  assert.equal(result.code, code, result.stderr);
+  const lines = result.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, result.stderr);
+  assert.match(lines[0] ?? '', pattern);
+  assert.doesNotMatch(result.stderr, /\n\s+at /);
+}
+
+describe('frond CLI', () => {
+  it('adds, lists and changes tags; a second add of the same tag fails with one line', async () => {
+    const dataDir = tempDir();
+    const add = await runFrond([
+      'tag',
+      'add',
+      'pay.order:v1',
+      '--step',
+      '500',
+      '--start',
+      '7',
+      '--description',
+      'orders',
+      '--data-dir',
+      dataDir,
+    ]);
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /added tag pay\.order:v1: first ID 7, step 500/);
+    assertOneLineError(
+      await runFrond(['tag', 'add', 'pay.order:v1', '--data-dir', dataDir]),
+      1,
+      /^frond: tag pay\.order:v1 already exists$/,
+    );
+    assert.equal((await runFrond(['tag', 'set-step', 'pay.order:v1', '900', '--data-dir', dataDir])).code, 0);
+    const list = await runFrond(['tag', 'list', '--json', '--data-dir', dataDir]);
+    assert.deepEqual(
+      (JSON.parse(list.stdout) as { tag: string; maxId: string; step: number; description: string }[]).map(
+        ({ tag, maxId, step, description }) => ({ tag, maxId, step, description }),
+      ),
+      [{ tag: 'pay.order:v1', maxId: '7', step: 900, description: 'orders' }],
+    );
+    const table = await runFrond(['tag', 'list', '--data-dir', dataDir]);
+    assert.match(table.stdout, /^TAG\s+MAX_ID\s+STEP/);
+    assertOneLineError(
+      await runFrond(['tag', 'set-step', 'nope', '5', '--data-dir', dataDir]),
+      1,
+      /^frond: tag nope has no row/,
+    );
+  });
+
+  it('decodes a snowflake ID', async () => {
+    const result = await runFrond(['decode', '1256557484213448722']);
+    assert.equal(result.code, 0);
+    const parts = JSON.parse(result.stdout) as { workerId: number; sequence: number; time: string };
+    assert.equal(parts.time, '2020-05-02T12:13:44.602Z');
+    assert.equal(parts.workerId, 619);
+    assert.equal(parts.sequence, 18);
+  });
+
+  it('answers every bad input with exit code 2 and one line saying what to fix', async () => {
+    const dataDir = tempDir();
+    const cases: [string[], RegExp][] = [
+      [['serve', '--bogus'], /unknown option --bogus/],
+      [['serve', '--port', '99999'], /--port "99999" is invalid/],
+      [
+        ['serve', '--worker-id', '1024', '--data-dir', dataDir],
+        /--worker-id "1024" is invalid: use an integer from 0 to 1023/,
+      ],
+      [['serve', '--store', 'oracle://x', '--data-dir', dataDir], /unsupported --store/],
+      [['serve', '--no-segment', '--no-snowflake'], /leave nothing to serve/],
+      [['serve', '--log-level', 'loud'], /--log-level/],
+      [['tag', 'add', 'bad tag', '--data-dir', dataDir], /invalid tag "bad tag"/],
+      [['tag', 'add', 'ok', '--step', '0', '--data-dir', dataDir], /--step "0" is invalid/],
+      [['tag', 'add'], /needs <tag>/],
+      [['tag', 'frobnicate'], /needs add, list or set-step/],
+      [['tag', 'set-step', 'ok', 'many', '--data-dir', dataDir], /step "many" is invalid/],
+      [['decode', 'xyz'], /invalid snowflake ID/],
+      [['launch'], /unknown command "launch"/],
+    ];
+    for (const [args, pattern] of cases) assertOneLineError(await runFrond(args), 2, pattern);
+    assertOneLineError(
+      await runFrond(['serve'], { env: { FROND_PORT: 'eighty' } }),
+      2,
+      /FROND_PORT "eighty" is invalid/,
+    );
+  });
+
+  it('prints help and the version', async () => {
+    const help = await runFrond(['help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /frond serve/);
+    assert.match((await runFrond(['--version'])).stdout, /^\d+\.\d+\.\d+/);
+  });
+});

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { systemClock } from '../src/core/clock.js';
+import { silentLogger } from '../src/core/logger.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
+import { decomposeSnowflake, LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { createApp } from '../src/server/app.js';
+import { type RunningServer, type ServeConfig, startServer } from '../src/server/serve.js';
+import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
+import { tempDir } from './support/frond-process.js';
+import { MemoryStore } from './support/memory-store.js';
+import { randomTag } from './support/random-tag.js';
+
+function config(dataDir: string, overrides: Partial<ServeConfig> = {}): ServeConfig {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    store: `sqlite:${dataDir}/frond.db`,
+    dataDir,
+    workerId: 42,
+    segment: true,
+    snowflake: true,
+    epoch: LEAF_EPOCH,
+    randomSequence: true,
+    segmentWaitMs: 3000,
+    tagRefreshMs: 60_000,
+    maxStep: 1_000_000,
+    clockToleranceMs: 5,
+    clockStartupWaitMs: 5000,
+    shutdownTimeoutMs: 1000,
+    logLevel: 'error',
+    ...overrides,
+  };
+}
+
+interface Reply {
+  status: number;
+  type: string;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+async function call(base: string, path: string, method = 'GET'): Promise<Reply> {
+  const response = await fetch(base + path, { method });
+  return {
+    status: response.status,
+    type: response.headers.get('content-type') ?? '',
+    body: await response.text(),
+    headers: Object.fromEntries(response.headers),
+  };
+}
+
+function errorOf(reply: Reply): { code: string; message: string } {
+  assert.match(reply.type, /^application\/json/);
+  return (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
+}
+
+describe('HTTP API (real server, SQLite store)', () => {
+  let server: RunningServer;
+  let base: string;
+  let dataDir: string;
+  const tag = randomTag();
+
+  before(async () => {
+    dataDir = tempDir();
+    const store = new SqliteSegmentStore(`${dataDir}/frond.db`);
+    await store.addTag({ tag, step: 100, start: 1000n, description: 'orders' });
+    await store.close();
+    server = await startServer(config(dataDir), silentLogger, systemClock);
+    base = server.url;
+  });
+
+  after(() => server.close());
+
+  it("answers Leaf's segment endpoint with the bare ID as text/plain, 1000 first", async () => {
+    const first = await call(base, `/api/segment/get/${tag}`);
+    assert.equal(first.status, 200);
+    assert.equal(first.type, 'text/plain;charset=UTF-8');
+    assert.equal(first.body, '1000');
+    // Any method, and a trailing slash, as Leaf (Spring MVC) routes them.
+    assert.equal((await call(base, `/api/segment/get/${tag}/`, 'POST')).body, '1001');
+  });
+
+  it('answers 404 TAG_NOT_FOUND for a tag without a row, and 400 INVALID_TAG for a bad name', async () => {
+    const missing = await call(base, `/api/segment/get/${randomTag()}`);
+    assert.equal(missing.status, 404);
+    assert.equal(errorOf(missing).code, 'TAG_NOT_FOUND');
+    for (const bad of ['a%20b', 'x'.repeat(129), 'a/b', '%00', 'caf%C3%A9']) {
+      const reply = await call(base, `/api/segment/get/${bad}`);
+      assert.equal(reply.status, 400, bad);
+      assert.equal(errorOf(reply).code, 'INVALID_TAG');
+    }
+    const empty = await call(base, '/api/segment/get/');
+    assert.equal(empty.status, 400);
+  });
+
+  it("answers Leaf's snowflake endpoint with a 19-digit ID, the key ignored", async () => {
+    const reply = await call(base, '/api/snowflake/get/anything');
+    assert.equal(reply.status, 200);
+    assert.match(reply.body, /^[0-9]{19}$/);
+    const parts = decomposeSnowflake(BigInt(reply.body));
+    assert.equal(parts.workerId, 42);
+    assert.ok(Math.abs(parts.timestamp - Date.now()) < 10_000);
+    assert.equal((await call(base, '/api/snowflake/get/')).status, 404);
+  });
+
+  it("decodes like Leaf's /decodeSnowflakeId: string values, 200 errorMsg for a non-number, 400 when missing", async () => {
+    const id = (await call(base, '/api/snowflake/get/x')).body;
+    const reply = await call(base, `/decodeSnowflakeId?snowflakeId=${id}`);
+    assert.equal(reply.status, 200);
+    const body = JSON.parse(reply.body) as Record<string, string>;
+    assert.equal(body.workerId, '42');
+    assert.match(body.timestamp ?? '', /^[0-9]{13}\([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\.[0-9]{3}\)$/);
+    assert.match(body.sequenceId ?? '', /^[0-9]+$/);
+    const bad = await call(base, '/decodeSnowflakeId?snowflakeId=abc');
+    assert.equal(bad.status, 200);
+    assert.ok('errorMsg' in JSON.parse(bad.body));
+    assert.equal((await call(base, '/decodeSnowflakeId')).status, 400);
+  });
+
+  it('hands out batches of 1 to 10,000 increasing decimal strings, and 400 for any other count', async () => {
+    const one = JSON.parse((await call(base, `/v1/segment/${tag}`)).body) as { ids: string[] };
+    assert.equal(one.ids.length, 1);
+    const big = JSON.parse((await call(base, `/v1/segment/${tag}?count=10000`)).body) as { ids: string[] };
+    assert.equal(big.ids.length, 10_000);
+    const values = big.ids.map(Number);
+    for (let i = 1; i < values.length; i++) assert.ok((values[i] as number) > (values[i - 1] as number));
+    assert.ok((values[0] as number) > Number(one.ids[0]));
+    const flakes = JSON.parse((await call(base, '/v1/snowflake?count=10000')).body) as { ids: string[] };
+    const bigints = flakes.ids.map(BigInt);
+    for (let i = 1; i < bigints.length; i++) assert.ok((bigints[i] as bigint) > (bigints[i - 1] as bigint));
+    for (const count of ['0', '10001', '-1', 'abc', '1.5', '', '99999999999']) {
+      const reply = await call(base, `/v1/segment/${tag}?count=${count}`);
+      assert.equal(reply.status, 400, count);
+      assert.equal(errorOf(reply).code, 'INVALID_COUNT');
+      assert.equal((await call(base, `/v1/snowflake?count=${count}`)).status, 400);
+    }
+  });
+
+  it('decodes with /v1/snowflake/decode/{id} and rejects a bad ID with 400', async () => {
+    const id = (await call(base, '/api/snowflake/get/x')).body;
+    const body = JSON.parse((await call(base, `/v1/snowflake/decode/${id}`)).body) as Record<string, unknown>;
+    assert.equal(body.id, id);
+    assert.equal(body.workerId, 42);
+    assert.equal(typeof body.timestamp, 'number');
+    assert.equal(errorOf(await call(base, '/v1/snowflake/decode/12x')).code, 'INVALID_ID');
+  });
+
+  it('serves /healthz, and /cache and /db as HTML with the tag', async () => {
+    const health = JSON.parse((await call(base, '/healthz')).body) as {
+      status: string;
+      snowflake: { workerId: number };
+    };
+    assert.equal(health.status, 'ok');
+    assert.equal(health.snowflake.workerId, 42);
+    for (const page of ['/cache', '/db']) {
+      const reply = await call(base, page);
+      assert.equal(reply.status, 200);
+      assert.match(reply.type, /^text\/html/);
+      assert.ok(reply.body.includes(tag), page);
+    }
+  });
+
+  it('answers JSON 404 for an unknown route and 405 for other methods on its own routes', async () => {
+    assert.equal(errorOf(await call(base, '/nope')).code, 'NOT_FOUND');
+    const reply = await call(base, '/v1/snowflake', 'POST');
+    assert.equal(reply.status, 405);
+    assert.equal(errorOf(reply).code, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('answers a malformed request with 400 and keeps serving', async () => {
+    const port = new URL(base).port;
+    const answer = await new Promise<string>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk;
+      });
+      socket.on('close', () => resolve(text));
+    });
+    assert.match(answer, /^HTTP\/1\.1 400/);
+    assert.equal((await call(base, '/healthz')).status, 200);
+  });
+});
+
+describe('HTTP API with a mode switched off', () => {
+  it('answers 404 MODE_DISABLED instead of Leaf\'s silent "0"', async () => {
+    const dataDir = tempDir();
+    const server = await startServer(config(dataDir, { segment: false }), silentLogger, systemClock);
+    try {
+      const reply = await call(server.url, '/api/segment/get/abc');
+      assert.equal(reply.status, 404);
+      assert.equal(errorOf(reply).code, 'MODE_DISABLED');
+      assert.equal((await call(server.url, '/api/snowflake/get/abc')).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('HTTP API when the store does not answer', () => {
+  it('answers 503 SEGMENT_UNAVAILABLE with Retry-After within the bounded wait, never hangs', async () => {
+    const store = new MemoryStore(true);
+    store.rows.set('slow', { maxId: 1n, step: 10 });
+    const segment = new SegmentAllocator(store, systemClock, silentLogger, {
+      ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+      waitTimeoutMs: 200,
+    });
+    const server = createServer(
+      createApp({ segment, snowflake: undefined, epoch: LEAF_EPOCH, logger: silentLogger }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const started = Date.now();
+      const reply = await call(base, '/api/segment/get/slow');
+      const elapsed = Date.now() - started;
+      assert.equal(reply.status, 503);
+      assert.equal(reply.headers['retry-after'], '1');
+      assert.equal(errorOf(reply).code, 'SEGMENT_UNAVAILABLE');
+      assert.ok(elapsed >= 190 && elapsed < 5000, `answered after ${elapsed} ms`);
+      store.release();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal((await call(base, '/api/segment/get/slow')).body, '1');
+    } finally {
+      segment.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
