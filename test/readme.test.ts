@@ -9,7 +9,7 @@ const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 describe('README', () => {
   it('documents every error code with the status the server answers', () => {
     for (const code of Object.keys(ERROR_CODES) as FrondErrorCode[]) {
-      const row = new RegExp(`^\\| \`${code}\` \\| (\\d{3}) \\|`, 'm').exec(readme);
+      const row = new RegExp(`^\\| \`${code}\`\\s*\\| (\\d{3})\\s*\\|`, 'm').exec(readme);
       assert.ok(row, `README has no row for error code ${code}`);
       assert.equal(Number(row[1]), HTTP_STATUS[code], `README gives ${code} the wrong status`);
     }
