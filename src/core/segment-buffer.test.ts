@@ -202,6 +202,13 @@ describe('SegmentBuffer', () => {
     );
   });
 
+  it('counts the IDs it handed out across segments', async () => {
+    const { buffer } = setup(10, 1n);
+    await take(buffer, 25);
+    await buffer.nextMany(12);
+    assert.equal(buffer.state().issued, 37);
+  });
+
   it('spans segments in one batch with increasing IDs', async () => {
     const { buffer } = setup(7, 1n);
     const ids = await buffer.nextMany(30);

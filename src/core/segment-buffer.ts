@@ -45,6 +45,11 @@ export interface SegmentBufferState {
   minStep: number;
   loads: number;
   lastLoadAt: number;
+  /** IDs handed out by this buffer since it was created. */
+  issued: number;
+  loadFailures: number;
+  /** Milliseconds the last successful load took. */
+  lastLoadMs: number;
   lastError: { code: string; message: string; at: number } | undefined;
 }
 
@@ -67,6 +72,9 @@ export class SegmentBuffer {
   private value = 0;
   private max = 0;
   private currentStep = 0;
+  /** IDs handed out before the current segment, so counting costs nothing per ID. */
+  private issuedBefore = 0;
+  private currentStart = 0;
   /** `tryNext` starts a load once it hands out an ID above this. Infinity: nothing to start. */
   private preloadAfter = Number.POSITIVE_INFINITY;
 
@@ -79,6 +87,8 @@ export class SegmentBuffer {
   private minStep = 0;
   private loads = 0;
   private lastLoadAt = 0;
+  private loadFailures = 0;
+  private lastLoadMs = 0;
   /** The exclusive end of the last range loaded; a new range must not start below it. */
   private highest = 0;
 
@@ -130,6 +140,9 @@ export class SegmentBuffer {
       minStep: this.minStep,
       loads: this.loads,
       lastLoadAt: this.lastLoadAt,
+      issued: this.issuedBefore + Math.min(this.value, this.max) - this.currentStart,
+      loadFailures: this.loadFailures,
+      lastLoadMs: this.lastLoadMs,
       lastError: this.failure && {
         code: this.failure.error.code,
         message: this.failure.error.message,
@@ -165,6 +178,8 @@ export class SegmentBuffer {
   }
 
   private install(range: Range): void {
+    this.issuedBefore += Math.min(this.value, this.max) - this.currentStart;
+    this.currentStart = range.start;
     this.value = range.start;
     this.max = range.max;
     this.currentStep = range.step;
@@ -189,6 +204,7 @@ export class SegmentBuffer {
                 cause: error,
               });
           this.failure = { error: failure, at: this.clock.now() };
+          this.loadFailures++;
           // A later request past the 10% mark tries again (after retryDelayMs).
           if (this.value < this.max)
             this.preloadAfter = this.max - this.options.preloadBelowIdle * this.currentStep;
@@ -245,12 +261,13 @@ export class SegmentBuffer {
       this.minStep = allocation.tableStep;
     }
     this.loads++;
+    this.lastLoadMs = this.clock.now() - startedAt;
     this.logger.log('info', 'segment.loaded', {
       tag: this.tag,
       start: range.start,
       max: range.max,
       step: range.step,
-      ms: this.clock.now() - startedAt,
+      ms: this.lastLoadMs,
     });
     if (this.loads > 2 && this.step !== previousStep) {
       this.logger.log('info', 'segment.step_changed', { tag: this.tag, from: previousStep, to: this.step });

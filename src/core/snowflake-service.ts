@@ -43,6 +43,8 @@ export class SnowflakeService {
   private recording: Promise<void> | undefined;
   private closed = false;
   backwardsEvents = 0;
+  /** IDs handed out since start. */
+  issued = 0;
 
   private constructor(
     private readonly generator: SnowflakeGenerator,
@@ -124,7 +126,9 @@ export class SnowflakeService {
   /** The next ID without waiting; throws what the generator throws (the caller may use `next`). */
   tryNext(): bigint {
     if (this.closed) throw closedError();
-    return this.generator.next();
+    const id = this.generator.next();
+    this.issued++;
+    return id;
   }
 
   async next(): Promise<bigint> {
@@ -139,6 +143,7 @@ export class SnowflakeService {
       if (this.closed) throw closedError();
       try {
         while (ids.length < count) ids.push(this.generator.next());
+        this.issued += count;
         return ids;
       } catch (error) {
         if (attempt >= MAX_ATTEMPTS || !(await this.recover(error))) throw error;
