@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describeError, isFrondError } from '../core/errors.js';
+import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
 import { serveCommand } from './serve.js';
 import { tagCommand } from './tag.js';
@@ -15,11 +16,16 @@ usage:
   frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
   frond tag list [--json] [--store S] [--data-dir D]
   frond tag set-step TAG N [--store S] [--data-dir D]
+  frond db init [--print] [--store S] [--data-dir D]
   frond decode ID [--epoch MS]
   frond help | frond version
 
 Every serve flag is also an environment variable: --port is FROND_PORT, --no-segment is
 FROND_NO_SEGMENT=true. Flags win over the environment.
+
+--store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
+or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
+&connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
 `;
 
 /** Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration. */
@@ -40,6 +46,8 @@ export async function main(args: string[]): Promise<number> {
         return await serveCommand(rest);
       case 'tag':
         return await tagCommand(rest, out);
+      case 'db':
+        return await dbCommand(rest, out);
       case 'decode':
         return await decodeCommand(rest, out);
       case 'version':

@@ -56,7 +56,7 @@ export async function startServer(
     let store: SegmentStore | undefined;
     let segment: SegmentAllocator | undefined;
     if (config.segment) {
-      store = openStore(config.store);
+      store = openStore(config.store, { logger });
       const opened = store;
       cleanups.push(() => opened.close());
       segment = new SegmentAllocator(store, clock, logger, {

@@ -1,0 +1,40 @@
+import { DDL, dialectOf, openStore } from '../stores/open-store.js';
+import { booleanOption, parseCommand, usage } from './options.js';
+import { STORE_OPTIONS, storeOf } from './store-options.js';
+
+/**
+ * `frond db init [--print]`: prints the DDL of leaf_alloc for the store's dialect (no connection),
+ * or creates the table if it is missing. An existing table, Leaf's included, is never altered.
+ */
+async function init(args: string[], out: (line: string) => void): Promise<number> {
+  const parsed = parseCommand(
+    'db init',
+    args,
+    { ...STORE_OPTIONS, print: { type: 'boolean', env: false } },
+    [],
+  );
+  const spec = storeOf(parsed);
+  if (booleanOption(parsed, 'print')) {
+    out(`${DDL[dialectOf(spec)]};`);
+    return 0;
+  }
+  const store = openStore(spec);
+  try {
+    // SQLite creates the table when it opens the file.
+    const found = store.init === undefined ? 'exists' : await store.init();
+    out(
+      found === 'created'
+        ? `created leaf_alloc in ${store.description}`
+        : `leaf_alloc is ready in ${store.description} (left as it was)`,
+    );
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
+export async function dbCommand(args: string[], out: (line: string) => void): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'init') return init(rest, out);
+  throw usage(`'frond db' needs init${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`);
+}

@@ -1,0 +1,293 @@
+import mysql from 'mysql2/promise';
+import { describeError, FrondError, isFrondError } from '../../core/errors.js';
+import { type Logger, silentLogger } from '../../core/logger.js';
+import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+
+/** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
+export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
+  \`biz_tag\` varchar(128) NOT NULL DEFAULT '',
+  \`max_id\` bigint(20) NOT NULL DEFAULT '1',
+  \`step\` int(11) NOT NULL,
+  \`description\` varchar(256) DEFAULT NULL,
+  \`update_time\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`;
+
+/** What `init` found: a table it created, or one that was there (and was left as it was). */
+type TableCheck = 'created' | 'exists';
+
+export interface MysqlStoreOptions {
+  host: string;
+  port: number;
+  user: string | undefined;
+  password: string | undefined;
+  database: string;
+  /** Connections per node. Loads are single-flight per tag, so a few serve many tags. */
+  poolSize: number;
+  /** Bounds both a new connection and the wait for a free one. */
+  connectTimeoutMs: number;
+  /** Bounds one operation; a connection that overruns it is closed, so its transaction rolls back. */
+  queryTimeoutMs: number;
+  logger?: Logger;
+}
+
+interface RawRow {
+  biz_tag: string;
+  /** BIGINT arrives as text (bigNumberStrings), so values above 2^53 stay exact. */
+  max_id: string;
+  step: number;
+  description: string | null;
+  update_time: Date | null;
+}
+
+const COLUMNS = 'biz_tag, max_id, step, description, update_time';
+
+/**
+ * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
+ * four. If a statement fails, the server skips the rest and the transaction stays open; the
+ * connection is then destroyed, which rolls it back.
+ */
+const ADVANCE_BY_TABLE_STEP = `START TRANSACTION;
+UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?;
+SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
+COMMIT`;
+const ADVANCE_BY = `START TRANSACTION;
+UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?;
+SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
+COMMIT`;
+
+/**
+ * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
+ * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart. Every operation
+ * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
+ * never reused, and the pool opens a new one for the next operation.
+ */
+export class MysqlSegmentStore implements SegmentStore {
+  readonly description: string;
+  private readonly pool: mysql.Pool;
+  private readonly connectTimeoutMs: number;
+  private readonly queryTimeoutMs: number;
+  /** Core connections whose session settings are made (the pool hands out wrappers). */
+  private readonly prepared = new WeakSet<object>();
+  private readonly sessionSql: string;
+  private tableReady: Promise<void> | undefined;
+
+  constructor(options: MysqlStoreOptions) {
+    const logger = options.logger ?? silentLogger;
+    this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
+    this.connectTimeoutMs = options.connectTimeoutMs;
+    this.queryTimeoutMs = options.queryTimeoutMs;
+    // UTC on both sides, so update_time reads the same whatever the server's zone; a lock wait
+    // ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s.
+    this.sessionSql = `SET SESSION time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(options.queryTimeoutMs / 1000))}`;
+    this.pool = mysql.createPool({
+      host: options.host,
+      port: options.port,
+      database: options.database,
+      ...(options.user === undefined ? {} : { user: options.user }),
+      ...(options.password === undefined ? {} : { password: options.password }),
+      connectionLimit: options.poolSize,
+      maxIdle: options.poolSize,
+      idleTimeout: 30_000,
+      connectTimeout: options.connectTimeoutMs,
+      enableKeepAlive: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      timezone: 'Z',
+      // For the one-round-trip allocation above; every value is escaped by the driver.
+      multipleStatements: true,
+    });
+    // A pooled connection that breaks while idle (the server restarted) leaves the pool; this
+    // listener keeps its 'error' event from ending the process.
+    this.pool.on('connection', (connection) => {
+      (connection as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
+        logger.log('warn', 'store.connection_lost', { store: this.description, error: error.message });
+      });
+    });
+  }
+
+  async advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    const [results] =
+      step === undefined
+        ? await this.query(ADVANCE_BY_TABLE_STEP, [tag, tag])
+        : await this.query(ADVANCE_BY, [step, tag, tag]);
+    const [, update, select] = results as [unknown, mysql.ResultSetHeader, RawRow[], unknown];
+    // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
+    // reserved, whatever the SELECT saw: a row inserted meanwhile was not advanced.
+    if (update.affectedRows === 0) return undefined;
+    const row = select[0];
+    if (row === undefined) return undefined;
+    const tableStep = Number(row.step);
+    return { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep };
+  }
+
+  async listTags(): Promise<string[]> {
+    const [rows] = await this.query('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag');
+    return (rows as { biz_tag: string }[]).map((row) => row.biz_tag);
+  }
+
+  async getTag(tag: string): Promise<TagRow | undefined> {
+    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc WHERE biz_tag = ?`, [tag]);
+    const row = (rows as RawRow[])[0];
+    return row && toTagRow(row);
+  }
+
+  async listRows(): Promise<TagRow[]> {
+    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc ORDER BY biz_tag`);
+    return (rows as RawRow[]).map(toTagRow);
+  }
+
+  async addTag(tag: NewTag): Promise<void> {
+    try {
+      await this.query('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)', [
+        tag.tag,
+        tag.start.toString(),
+        tag.step,
+        tag.description ?? null,
+      ]);
+    } catch (error) {
+      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  async setStep(tag: string, step: number): Promise<void> {
+    const [result] = await this.query('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?', [step, tag]);
+    if ((result as mysql.ResultSetHeader).affectedRows === 0) {
+      throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    }
+  }
+
+  /** Creates leaf_alloc if it is missing (what `frond db init` does); never alters one. */
+  init(): Promise<TableCheck> {
+    return this.guard(() => this.checkTable());
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private query(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
+    return this.guard(async () => {
+      await this.ensureTable();
+      return this.run(sql, values);
+    });
+  }
+
+  /** Driver errors become STORE_UNAVAILABLE, named after the store; the driver's error is the cause. */
+  private async guard<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (isFrondError(error)) throw error;
+      throw new FrondError('STORE_UNAVAILABLE', `${this.description}: ${describeError(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** One query on a pooled connection under a deadline; a failed connection is destroyed. */
+  private async run(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
+    const connection = await deadline(
+      this.pool.getConnection(),
+      this.connectTimeoutMs,
+      'connecting',
+      (late) => late.release(),
+    );
+    let healthy = false;
+    try {
+      const result = await deadline(
+        (async () => {
+          if (!this.prepared.has(connection.connection)) {
+            await connection.query(this.sessionSql);
+            this.prepared.add(connection.connection);
+          }
+          return connection.query(sql, values);
+        })(),
+        this.queryTimeoutMs,
+        'query',
+      );
+      healthy = true;
+      return result as [unknown, unknown];
+    } finally {
+      if (healthy) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  /** The first query of a store checks the table, once; a failed check is tried again next time. */
+  private ensureTable(): Promise<void> {
+    this.tableReady ??= this.checkTable().then(
+      () => undefined,
+      (error: unknown) => {
+        this.tableReady = undefined;
+        throw error;
+      },
+    );
+    return this.tableReady;
+  }
+
+  private async checkTable(): Promise<TableCheck> {
+    const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE 1 = 0`;
+    try {
+      await this.run(probe);
+      return 'exists';
+    } catch (error) {
+      if (errorCode(error) === 'ER_BAD_FIELD_ERROR') {
+        throw new FrondError(
+          'INVALID_CONFIG',
+          `${this.description}: leaf_alloc lacks a column frond needs (${describeError(error)}); frond never alters a table, compare it with 'frond db init --print'`,
+        );
+      }
+      if (errorCode(error) !== 'ER_NO_SUCH_TABLE') throw error;
+    }
+    // IF NOT EXISTS: several nodes starting at once on an empty database all get the one table.
+    await this.run(MYSQL_DDL);
+    return 'created';
+  }
+}
+
+function toTagRow(row: RawRow): TagRow {
+  return {
+    tag: row.biz_tag,
+    maxId: BigInt(row.max_id),
+    step: Number(row.step),
+    description: row.description,
+    updateTime: row.update_time,
+  };
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * `promise`, or a rejection after `ms`. What it yields too late goes to `onLate` (a connection back
+ * to the pool); a late failure is dropped, since the caller has already been told.
+ */
+function deadline<T>(promise: Promise<T>, ms: number, what: string, onLate?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      reject(new Error(`no answer within ${ms} ms (${what})`));
+    }, ms);
+    promise.then(
+      (value) => {
+        if (done) return onLate?.(value);
+        done = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
