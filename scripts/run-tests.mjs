@@ -2,10 +2,17 @@
 // Runs every test file with Node's own runner and the tsx loader. Node 20's `--test` does not expand
 // globs itself, so this finds the files; the runner's exit code (non-zero on any failure) is ours.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const roots = process.argv.length > 2 ? process.argv.slice(2) : ['src', 'test'];
+// Workspace packages (packages/*) keep their tests in their own test/ folder.
+const packageTests = existsSync('packages')
+  ? readdirSync('packages')
+      .sort()
+      .map((name) => join('packages', name, 'test'))
+      .filter((path) => existsSync(path))
+  : [];
+const roots = process.argv.length > 2 ? process.argv.slice(2) : ['src', 'test', ...packageTests];
 
 function find(path, out) {
   if (statSync(path).isFile()) {

@@ -1,0 +1,181 @@
+import { closedError, FrondClientError } from './errors.js';
+import { HttpIdSource } from './http-source.js';
+import type { BufferState } from './id-buffer.js';
+import type { IdSource } from './id-source.js';
+import { convertersFor, type IdConverters, type IdOf, type IdType } from './id-type.js';
+import { type ClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { SegmentBuffer } from './segment-buffer.js';
+import { decodeSnowflake, type SnowflakeParts } from './snowflake.js';
+import { SnowflakeBuffer } from './snowflake-buffer.js';
+
+/** A frond client; `Id` is `bigint`, `string` or `number` after the `idType` option. */
+export interface FrondClient<Id> {
+  /** The next segment ID of `tag`: from memory when buffered (almost always), else after a fetch. */
+  nextId(tag: string): Promise<Id>;
+  /** `count` (1 to 1,000,000) segment IDs of `tag`, increasing unless a failover happened in between. */
+  nextIds(tag: string, count: number): Promise<Id[]>;
+  /**
+   * The next segment ID of `tag` if one is buffered, else `undefined` (and a fetch starts, so a later
+   * call finds IDs). Never waits. Throws INVALID_TAG for a malformed tag and CLIENT_CLOSED once closed.
+   */
+  tryNextId(tag: string): Id | undefined;
+  /** A snowflake ID no older than `snowflakeMaxAgeMs`. In `number` mode it rejects with UNSAFE_INTEGER. */
+  snowflake(): Promise<Id>;
+  /** `count` (1 to 1,000,000) snowflake IDs. */
+  snowflakes(count: number): Promise<Id[]>;
+  /** Time, worker and sequence of a snowflake ID, computed locally with the client's `epoch`. */
+  decodeSnowflake(id: bigint | string | number): SnowflakeParts;
+  /** The buffers' state: for tests, dashboards and tuning. */
+  state(): ClientState;
+  /** Drops buffered IDs, aborts requests and retry timers, rejects pending calls; idempotent. */
+  close(): void;
+  readonly closed: boolean;
+}
+
+export interface ClientState {
+  /** One entry per tag used so far. */
+  tags: Record<string, BufferState>;
+  snowflake: BufferState;
+}
+
+/** The tag rule of the server (Leaf's varchar(128), URL-safe characters). */
+const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A bound on one call, so a typo cannot ask for billions of IDs. */
+const MAX_IDS_PER_CALL = 1_000_000;
+
+/**
+ * Creates a client for one or more frond servers. It keeps a double buffer per tag, fed by the
+ * batch API, so most calls never leave the process.
+ *
+ * @example
+ * const ids = createClient({ urls: ['http://10.0.0.1:8080', 'http://10.0.0.2:8080'] });
+ * const orderId = await ids.nextId('order'); // 1000n
+ */
+export function createClient<T extends IdType = 'bigint'>(options: ClientOptions<T>): FrondClient<IdOf<T>> {
+  const resolved = resolveOptions(options);
+  const source = new HttpIdSource({
+    urls: resolved.urls,
+    fetch: resolved.fetch,
+    timeoutMs: resolved.timeoutMs,
+    maxAttempts: resolved.maxAttempts,
+    retryBudgetMs: resolved.retryBudgetMs,
+    backoff: { initialMs: resolved.backoffInitialMs, maxMs: resolved.backoffMaxMs },
+    headers: resolved.headers,
+    random: resolved.random,
+    now: resolved.now,
+  });
+  return new BufferedClient(source, convertersFor(resolved.idType as T), resolved);
+}
+
+/** The client over any `IdSource`; `createClient` gives it the HTTP one. */
+export class BufferedClient<Id> implements FrondClient<Id> {
+  private readonly buffers = new Map<string, SegmentBuffer<Id>>();
+  // The last tag used and its buffer: most callers use one tag in a loop, and comparing a string
+  // with itself is cheaper than a Map lookup on the hot path.
+  private lastTag: string | undefined;
+  private lastBuffer: SegmentBuffer<Id> | undefined;
+  private readonly snowflakeBuffer: SnowflakeBuffer<Id>;
+  private isClosed = false;
+
+  constructor(
+    private readonly source: IdSource,
+    private readonly converters: IdConverters<Id>,
+    private readonly options: ResolvedOptions,
+  ) {
+    this.snowflakeBuffer = new SnowflakeBuffer(source, converters.fromDecimal, options.snowflakeMaxAgeMs, {
+      minBatchSize: 1,
+      maxBatchSize: options.maxBatchSize,
+      batchTargetMs: options.batchTargetMs,
+      now: options.now,
+    });
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  tryNextId(tag: string): Id | undefined {
+    return (tag === this.lastTag ? (this.lastBuffer as SegmentBuffer<Id>) : this.bufferOf(tag)).poll();
+  }
+
+  nextId(tag: string): Promise<Id> {
+    if (tag === this.lastTag) return (this.lastBuffer as SegmentBuffer<Id>).take();
+    try {
+      return this.bufferOf(tag).take();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  nextIds(tag: string, count: number): Promise<Id[]> {
+    try {
+      checkCount(count);
+      return this.bufferOf(tag).takeMany(count);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  snowflake(): Promise<Id> {
+    try {
+      return this.snowflakeBuffer.take();
+    } catch (error) {
+      // The conversion refused an ID (UNSAFE_INTEGER in `number` mode).
+      return Promise.reject(error);
+    }
+  }
+
+  snowflakes(count: number): Promise<Id[]> {
+    try {
+      checkCount(count);
+      return this.snowflakeBuffer.takeMany(count);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  decodeSnowflake(id: bigint | string | number): SnowflakeParts {
+    return decodeSnowflake(id, this.options.epoch);
+  }
+
+  state(): ClientState {
+    const tags: Record<string, BufferState> = {};
+    for (const [tag, buffer] of this.buffers) tags[tag] = buffer.state();
+    return { tags, snowflake: this.snowflakeBuffer.state() };
+  }
+
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.source.close();
+    for (const buffer of this.buffers.values()) buffer.close();
+    this.snowflakeBuffer.close();
+  }
+
+  private bufferOf(tag: string): SegmentBuffer<Id> {
+    let buffer = this.buffers.get(tag);
+    if (buffer === undefined) {
+      if (this.isClosed) throw closedError();
+      if (typeof tag !== 'string' || !TAG_PATTERN.test(tag)) {
+        throw new FrondClientError(
+          'INVALID_TAG',
+          `invalid tag ${JSON.stringify(String(tag).slice(0, 140))}: use 1 to 128 characters of A-Z a-z 0-9 . _ : -`,
+        );
+      }
+      buffer = new SegmentBuffer(tag, this.source, this.converters.fromSafeInteger, this.options);
+      this.buffers.set(tag, buffer);
+    }
+    this.lastTag = tag;
+    this.lastBuffer = buffer;
+    return buffer;
+  }
+}
+
+function checkCount(count: number): void {
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_IDS_PER_CALL) {
+    throw new FrondClientError(
+      'INVALID_COUNT',
+      `invalid count ${String(count)}: use an integer from 1 to ${MAX_IDS_PER_CALL}`,
+    );
+  }
+}

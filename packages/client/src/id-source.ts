@@ -1,0 +1,15 @@
+import type { SegmentRuns } from './segment-runs.js';
+
+/**
+ * Where batches come from. The HTTP client is one implementation (`HttpIdSource`); the buffers
+ * build everything else on these two calls, so they work unchanged over any other source (as in
+ * CosId, where the HTTP client is just another backend).
+ */
+export interface IdSource {
+  /** `count` (1 to 10,000) increasing segment IDs of `tag`. */
+  segment(tag: string, count: number): Promise<SegmentRuns>;
+  /** `count` (1 to 10,000) snowflake IDs as decimal strings. */
+  snowflakes(count: number): Promise<string[]>;
+  /** Aborts requests in flight and pending retries; later calls reject with CLIENT_CLOSED. */
+  close(): void;
+}

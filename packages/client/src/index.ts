@@ -1,0 +1,13 @@
+export { type ClientState, createClient, type FrondClient } from './client.js';
+export {
+  FrondClientError,
+  type FrondClientErrorCode,
+  type FrondClientErrorDetails,
+  type FrondClientOwnErrorCode,
+  type FrondServerErrorCode,
+  isFrondClientError,
+} from './errors.js';
+export type { BufferState } from './id-buffer.js';
+export type { IdOf, IdType } from './id-type.js';
+export { type ClientOptions, DEFAULTS } from './options.js';
+export { decodeSnowflake, LEAF_EPOCH, type SnowflakeParts } from './snowflake.js';

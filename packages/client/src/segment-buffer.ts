@@ -1,0 +1,133 @@
+import { type BufferOptions, IdBuffer } from './id-buffer.js';
+import type { IdSource } from './id-source.js';
+import type { FromSafeInteger } from './id-type.js';
+import type { SegmentRuns } from './segment-runs.js';
+
+/**
+ * The next batch is fetched once this fraction of the current one is used: Leaf's 10%, as on the
+ * server. With batches sized to last about a second, the fetch has ~0.9 s to arrive.
+ */
+const PREFETCH_AFTER_USED = 0.1;
+
+/**
+ * The double buffer of one tag in the client: the current batch is served from two numbers (the
+ * next ID and the end of its run), the next batch is fetched in the background, and taking an ID is
+ * a comparison and an increment. IDs taken from one buffer are strictly increasing per server, and
+ * each buffered ID is handed out at most once: a run only moves forward.
+ */
+export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
+  // The current run, in plain fields because `tryTake` reads them for every ID.
+  private value = 0;
+  private end = 0;
+  /** The current batch; runs from `runIndex` on are still to come. */
+  private runs: number[] = [];
+  private runIndex = 0;
+  private batchCount = 0;
+  private nextBatch: SegmentRuns | undefined;
+
+  constructor(
+    readonly tag: string,
+    private readonly source: IdSource,
+    private readonly convert: FromSafeInteger<Id>,
+    options: BufferOptions,
+  ) {
+    super(options);
+  }
+
+  tryTake(): Id | undefined {
+    const id = this.value;
+    if (id < this.end) {
+      this.value = id + 1;
+      if (id >= this.prefetchAt) this.fetch();
+      return this.convert(id);
+    }
+    return this.nextRun() ? this.tryTake() : undefined;
+  }
+
+  protected takeInto(out: Id[], count: number): void {
+    while (out.length < count) {
+      let id = this.value;
+      const end = Math.min(this.end, id + (count - out.length));
+      if (id < end) {
+        for (; id < end; id++) out.push(this.convert(id));
+        this.value = end;
+        if (end - 1 >= this.prefetchAt) this.fetch();
+      } else if (!this.nextRun()) {
+        return;
+      }
+    }
+  }
+
+  protected held(): number {
+    let held = this.end - this.value;
+    for (let i = this.runIndex; i < this.runs.length; i += 2)
+      held += (this.runs[i + 1] ?? 0) - (this.runs[i] ?? 0);
+    return held + (this.nextBatch?.count ?? 0);
+  }
+
+  protected load(count: number): Promise<SegmentRuns> {
+    return this.source.segment(this.tag, count);
+  }
+
+  protected countOf(batch: SegmentRuns): number {
+    return batch.count;
+  }
+
+  protected accept(batch: SegmentRuns): void {
+    if (this.value < this.end || this.runIndex < this.runs.length) {
+      this.nextBatch = batch;
+      return;
+    }
+    this.install(batch);
+  }
+
+  protected hasNext(): boolean {
+    return this.nextBatch !== undefined;
+  }
+
+  protected clear(): void {
+    this.value = 0;
+    this.end = 0;
+    this.runs = [];
+    this.runIndex = 0;
+    this.nextBatch = undefined;
+  }
+
+  /** Moves to the next run of the batch, or to the next batch; false when neither is there. */
+  private nextRun(): boolean {
+    if (this.runIndex < this.runs.length) {
+      this.value = this.runs[this.runIndex] as number;
+      this.end = this.runs[this.runIndex + 1] as number;
+      this.runIndex += 2;
+      this.armPrefetch();
+      return true;
+    }
+    const batch = this.nextBatch;
+    if (batch === undefined) return false;
+    this.nextBatch = undefined;
+    this.install(batch);
+    return true;
+  }
+
+  private install(batch: SegmentRuns): void {
+    this.runs = batch.runs;
+    this.runIndex = 0;
+    this.batchCount = batch.count;
+    this.nextRun();
+  }
+
+  /** Sets `prefetchAt` to the ID after which less than 90% of the batch is left (maybe in a later run). */
+  private armPrefetch(): void {
+    if (this.fetching || this.nextBatch !== undefined || this.closed) {
+      this.prefetchAt = Number.POSITIVE_INFINITY;
+      return;
+    }
+    let later = 0;
+    for (let i = this.runIndex; i < this.runs.length; i += 2)
+      later += (this.runs[i + 1] ?? 0) - (this.runs[i] ?? 0);
+    const keep = Math.floor(this.batchCount * (1 - PREFETCH_AFTER_USED));
+    // After taking ID x, (end - x - 1) + later are left: below `keep` from x = end + later - keep on.
+    // At or past `end`, the mark lies in a later run and is set again when that run starts.
+    this.prefetchAt = this.end + later - keep;
+  }
+}
