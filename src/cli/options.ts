@@ -5,6 +5,14 @@ export interface OptionSpec {
   type: 'string' | 'boolean';
   /** Also read from `FROND_<NAME>` (upper case, dashes as underscores). */
   env?: boolean;
+  /** May be given several times (`--token a --token b`); the environment takes a comma list. */
+  multiple?: boolean;
+}
+
+/** Lower-precedence values (a config file), with where each came from. */
+export interface DefaultValues {
+  values: Record<string, string | boolean>;
+  sources: Record<string, string>;
 }
 
 export type OptionValues = Record<string, string | boolean | undefined>;
@@ -30,12 +38,19 @@ export function parseCommand(
   specs: Record<string, OptionSpec>,
   positionalNames: string[],
   env: NodeJS.ProcessEnv = process.env,
+  defaults: DefaultValues[] = [],
+  rejectUnknownEnv = false,
 ): ParsedCommand {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
       args,
-      options: Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, { type: spec.type }])),
+      options: Object.fromEntries(
+        Object.entries(specs).map(([name, spec]) => [
+          name,
+          { type: spec.type, multiple: spec.multiple === true },
+        ]),
+      ),
       allowPositionals: true,
       strict: true,
     });
@@ -50,15 +65,35 @@ export function parseCommand(
   for (const [name, spec] of Object.entries(specs)) {
     const flag = parsed.values[name];
     if (flag !== undefined) {
-      values[name] = flag as string | boolean;
+      values[name] = Array.isArray(flag) ? flag.join(',') : (flag as string | boolean);
       sources[name] = `--${name}`;
       continue;
     }
     const variable = envName(name);
     const text = spec.env === false ? undefined : env[variable];
-    if (text === undefined || text === '') continue;
-    sources[name] = variable;
-    values[name] = spec.type === 'boolean' ? parseBoolean(variable, text) : text;
+    if (text !== undefined && text !== '') {
+      sources[name] = variable;
+      values[name] = spec.type === 'boolean' ? parseBoolean(variable, text) : text;
+      continue;
+    }
+    // Config files, the first given winning over the next.
+    for (const source of defaults) {
+      const value = source.values[name];
+      if (value === undefined) continue;
+      values[name] = value;
+      sources[name] = source.sources[name] ?? name;
+      break;
+    }
+  }
+  if (rejectUnknownEnv) {
+    const known = new Set(
+      Object.entries(specs)
+        .filter(([, spec]) => spec.env !== false)
+        .map(([name]) => envName(name)),
+    );
+    const unknown = Object.keys(env).find((key) => key.startsWith('FROND_') && !known.has(key));
+    if (unknown !== undefined)
+      throw usage(`unknown environment variable ${unknown} for 'frond ${command}' (see 'frond help')`);
   }
   if (parsed.positionals.length > positionalNames.length) {
     throw usage(
@@ -105,6 +140,16 @@ export function parseInteger(text: string, label: string, min: number, max: numb
 export function stringOption(parsed: ParsedCommand, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** A `multiple` option as a list (flags repeated, or a comma list in the environment or a file). */
+export function listOption(parsed: ParsedCommand, name: string): string[] {
+  const value = parsed.values[name];
+  if (typeof value !== 'string') return [];
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 export function booleanOption(parsed: ParsedCommand, name: string): boolean {

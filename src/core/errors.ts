@@ -12,6 +12,13 @@ export const ERROR_CODES = {
   MODE_DISABLED: { retryable: false },
   TAG_NOT_FOUND: { retryable: false },
   TAG_EXISTS: { retryable: false },
+  /** A token is required (--token, --admin-token) and none or a wrong one was given. */
+  UNAUTHORIZED: { retryable: false },
+  /** Without --admin-token the admin API answers only on loopback. */
+  FORBIDDEN: { retryable: false },
+  PAYLOAD_TOO_LARGE: { retryable: false },
+  /** This client sent more requests per second than --rate-limit allows. */
+  RATE_LIMITED: { retryable: true },
   /** Both buffers of a tag are empty and no segment arrived in time (database slow or down). */
   SEGMENT_UNAVAILABLE: { retryable: true },
   /** The store could not be reached or answered with an error. */

@@ -1,0 +1,143 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FrondErrorCode } from '../core/errors.js';
+import type { Logger, LogLevel } from '../core/logger.js';
+import type { StatsSampler } from './stats.js';
+
+/** What the HTTP layer reports about each request; a no-op when metrics are off. */
+export interface RequestObserver {
+  request(route: string, status: number, seconds: number): void;
+  error(code: FrondErrorCode): void;
+}
+
+export const NO_OBSERVER: RequestObserver = { request() {}, error() {} };
+
+/**
+ * Prometheus metrics, all named `frond_…`. Gauges and counters that mirror the core's own counters
+ * are read at scrape time (`collect`), so the path of a request pays only for the request histogram.
+ */
+export class Metrics implements RequestObserver {
+  readonly registry = new Registry();
+  private readonly requests: Histogram<'route' | 'status'>;
+  private readonly errors: Counter<'code'>;
+  private readonly loadSeconds: Histogram;
+  private readonly backwards: Counter;
+
+  constructor(stats: StatsSampler) {
+    const registers = [this.registry];
+    this.requests = new Histogram({
+      name: 'frond_http_request_duration_seconds',
+      help: 'HTTP request latency by route and status',
+      labelNames: ['route', 'status'],
+      // From 50 µs (an ID from memory) to 5 s (a request that waited for a slow database).
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'frond_errors_total',
+      help: 'Error answers by code',
+      labelNames: ['code'],
+      registers,
+    });
+    this.loadSeconds = new Histogram({
+      name: 'frond_segment_load_duration_seconds',
+      help: 'Time to reserve a segment in the store (successful loads; failures: frond_segment_loads_total)',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    });
+    this.backwards = new Counter({
+      name: 'frond_clock_backwards_total',
+      help: 'Times the clock was found behind the last timestamp used',
+      registers,
+    });
+    new Counter({
+      name: 'frond_ids_issued_total',
+      help: 'IDs handed out, by mode and tag (snowflake: tag "")',
+      labelNames: ['mode', 'tag'],
+      registers,
+      collect() {
+        this.reset();
+        const snapshot = stats.snapshot();
+        for (const tag of snapshot.tags) this.inc({ mode: 'segment', tag: tag.tag }, tag.issued);
+        if (snapshot.snowflake) this.inc({ mode: 'snowflake', tag: '' }, snapshot.snowflake.issued);
+      },
+    });
+    new Counter({
+      name: 'frond_segment_loads_total',
+      help: 'Segment loads by tag and result',
+      labelNames: ['tag', 'result'],
+      registers,
+      collect() {
+        this.reset();
+        for (const tag of stats.snapshot().tags) {
+          this.inc({ tag: tag.tag, result: 'ok' }, tag.loads);
+          this.inc({ tag: tag.tag, result: 'error' }, tag.loadFailures);
+        }
+      },
+    });
+    const perTag = (
+      name: string,
+      help: string,
+      read: (tag: ReturnType<StatsSampler['snapshot']>['tags'][number]) => number | null,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['tag'],
+        registers,
+        collect() {
+          this.reset();
+          for (const tag of stats.snapshot().tags) {
+            const value = read(tag);
+            if (value !== null) this.set({ tag: tag.tag }, value);
+          }
+        },
+      });
+    perTag('frond_segment_ids_left', 'IDs left in both buffers of the tag', (t) => t.left);
+    perTag('frond_segment_rate', 'IDs per second handed out over the last 10 s', (t) => t.rate);
+    perTag(
+      'frond_segment_runway_seconds',
+      'Seconds the buffered IDs last at the current rate (absent when idle)',
+      (t) => t.runwaySeconds,
+    );
+    perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step);
+    perTag('frond_segment_next_ready', '1 when the next segment is loaded', (t) => (t.nextReady ? 1 : 0));
+    new Gauge({
+      name: 'frond_snowflake_worker_id',
+      help: 'Snowflake worker ID held by this node (absent when snowflake mode is off)',
+      registers,
+      collect() {
+        this.reset();
+        const snowflake = stats.snapshot().snowflake;
+        if (snowflake) this.set(snowflake.workerId);
+      },
+    });
+  }
+
+  request(route: string, status: number, seconds: number): void {
+    this.requests.observe({ route, status: String(status) }, seconds);
+  }
+
+  error(code: FrondErrorCode): void {
+    this.errors.inc({ code });
+  }
+
+  /** Wraps a logger: segment loads and clock events become metrics, and still reach the log. */
+  tap(logger: Logger): Logger {
+    return {
+      log: (level: LogLevel, event: string, fields?: Record<string, unknown>) => {
+        if (event === 'segment.loaded' && typeof fields?.ms === 'number')
+          this.loadSeconds.observe(fields.ms / 1000);
+        else if (event === 'snowflake.clock_moved_backwards') this.backwards.inc();
+        logger.log(level, event, fields);
+      },
+    };
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

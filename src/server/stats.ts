@@ -1,0 +1,130 @@
+import type { Clock } from '../core/clock.js';
+import type { SegmentAllocator } from '../core/segment-allocator.js';
+import type { SegmentBufferState } from '../core/segment-buffer.js';
+import type { SnowflakeService } from '../core/snowflake-service.js';
+
+/** One second of history: IDs handed out in it, by mode. */
+export interface RatePoint {
+  at: number;
+  segment: number;
+  snowflake: number;
+}
+
+export interface TagStats extends SegmentBufferState {
+  /** IDs left in both buffers. */
+  left: number;
+  /** IDs per second over the last `RATE_WINDOW_S` seconds. */
+  rate: number;
+  /** Seconds the buffered IDs last at that rate; null when nothing is being taken. */
+  runwaySeconds: number | null;
+}
+
+export interface StatsSnapshot {
+  at: number;
+  tags: TagStats[];
+  history: RatePoint[];
+  snowflake: {
+    workerId: number;
+    issued: number;
+    backwardsEvents: number;
+    lastTimestamp: number;
+    clockOffsetMs: number;
+  } | null;
+}
+
+/** Rates are averaged over 10 s: short enough to follow a burst, long enough not to flicker. */
+const RATE_WINDOW_S = 10;
+/** Five minutes of one-second points for the dashboard chart. */
+const HISTORY_POINTS = 300;
+
+/**
+ * Samples the allocator and the snowflake node once a second: per-tag rates and runway for metrics
+ * and the dashboard, and a short history of IDs per second. Reads counters only; nothing on the
+ * path of a request.
+ */
+export class StatsSampler {
+  private readonly issuedByTag = new Map<string, number[]>();
+  private readonly history: RatePoint[] = [];
+  private lastSegmentTotal = 0;
+  private lastSnowflakeTotal = 0;
+  private cancel: (() => void) | undefined;
+
+  constructor(
+    private readonly segment: SegmentAllocator | undefined,
+    private readonly snowflake: SnowflakeService | undefined,
+    private readonly clock: Clock,
+  ) {}
+
+  start(): void {
+    this.sample();
+    const tick = () => {
+      this.sample();
+      this.cancel = this.clock.schedule(tick, 1000);
+    };
+    this.cancel = this.clock.schedule(tick, 1000);
+  }
+
+  stop(): void {
+    this.cancel?.();
+    this.cancel = undefined;
+  }
+
+  sample(): void {
+    let segmentTotal = 0;
+    const seen = new Set<string>();
+    for (const state of this.segment?.states() ?? []) {
+      seen.add(state.tag);
+      segmentTotal += state.issued;
+      const window = this.issuedByTag.get(state.tag) ?? [];
+      window.push(state.issued);
+      if (window.length > RATE_WINDOW_S + 1) window.shift();
+      this.issuedByTag.set(state.tag, window);
+    }
+    for (const tag of this.issuedByTag.keys()) if (!seen.has(tag)) this.issuedByTag.delete(tag);
+    const snowflakeTotal = this.snowflake?.issued ?? 0;
+    this.history.push({
+      at: this.clock.now(),
+      // A dropped tag takes its count with it; never show a negative rate.
+      segment: Math.max(0, segmentTotal - this.lastSegmentTotal),
+      snowflake: Math.max(0, snowflakeTotal - this.lastSnowflakeTotal),
+    });
+    if (this.history.length > HISTORY_POINTS) this.history.shift();
+    this.lastSegmentTotal = segmentTotal;
+    this.lastSnowflakeTotal = snowflakeTotal;
+  }
+
+  snapshot(): StatsSnapshot {
+    const now = this.clock.now();
+    const tags = (this.segment?.states() ?? [])
+      .map((state): TagStats => {
+        const left =
+          Math.max(0, state.current.max - state.current.value) +
+          (state.next ? state.next.max - state.next.start : 0);
+        const rate = this.rateOf(state.tag);
+        return { ...state, left, rate, runwaySeconds: rate > 0 ? left / rate : null };
+      })
+      .sort((a, b) => (a.tag < b.tag ? -1 : 1));
+    const snowflake = this.snowflake;
+    return {
+      at: now,
+      tags,
+      history: [...this.history],
+      snowflake: snowflake
+        ? {
+            workerId: snowflake.workerId,
+            issued: snowflake.issued,
+            backwardsEvents: snowflake.backwardsEvents,
+            lastTimestamp: snowflake.lastTimestamp,
+            // Positive: the clock is ahead of the last timestamp used, as it should be.
+            clockOffsetMs: now - snowflake.lastTimestamp,
+          }
+        : null,
+    };
+  }
+
+  private rateOf(tag: string): number {
+    const window = this.issuedByTag.get(tag);
+    if (window === undefined || window.length < 2) return 0;
+    return ((window.at(-1) as number) - (window[0] as number)) / (window.length - 1);
+  }
+}
