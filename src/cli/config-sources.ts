@@ -72,13 +72,13 @@ export function parseProperties(text: string): Map<string, string> {
       line = line.slice(0, -1) + (lines[++i] as string).trimStart();
     }
     const match = /^((?:\\.|[^=:\s\\])+)\s*[=:\s]\s*(.*)$/.exec(line);
-    const key = unescape(match ? (match[1] as string) : line);
-    result.set(key, unescape(match ? (match[2] as string) : ''));
+    const key = unescapeJava(match ? (match[1] as string) : line);
+    result.set(key, unescapeJava(match ? (match[2] as string) : ''));
   }
   return result;
 }
 
-function unescape(text: string): string {
+function unescapeJava(text: string): string {
   return text.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, c: string) => {
     if (c.length === 5) return String.fromCharCode(Number.parseInt(c.slice(1), 16));
     return ({ t: '\t', n: '\n', r: '\r', f: '\f' } as Record<string, string>)[c] ?? c;
