@@ -1,0 +1,3 @@
+import { describeDatabaseNodes } from './database-nodes.scenario.js';
+
+describeDatabaseNodes('mysql');
