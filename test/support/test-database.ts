@@ -55,7 +55,8 @@ export function testDatabase(dialect: ServerDialect): {
   };
 }
 
-async function createDatabase(dialect: ServerDialect): Promise<TestDatabase> {
+/** Creates `frond_test_<random>` now; the caller drops it. */
+export async function createDatabase(dialect: ServerDialect): Promise<TestDatabase> {
   const name = `frond_test_${randomBytes(5).toString('hex')}`;
   const admin = ADMIN[dialect];
   await adminStatement(dialect, admin.database, `CREATE DATABASE ${name}`);
