@@ -277,22 +277,28 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         await sleep(LOAD_MS * 0.3);
         await killAndRestart(2);
       })();
-      await Promise.all([...clients, kills]);
+      let loads = 0;
+      try {
+        await Promise.all([...clients, kills]);
 
-      // A row inserted by hand is served by every node on its first request (no 60 s wait as in Leaf).
-      await insertTag(db, 'by-hand', 7_000, 100);
-      const byHand = await httpGet(`${slots[0]?.node.url}/api/segment/get/by-hand`);
-      assert.equal(byHand.body, '7000');
-      assert.equal((await httpGet(`${slots[2]?.node.url}/api/segment/get/by-hand`)).body, '7100');
+        // A row inserted by hand is served by every node on its first request (no 60 s wait as in Leaf).
+        await insertTag(db, 'by-hand', 7_000, 100);
+        const byHand = await httpGet(`${slots[0]?.node.url}/api/segment/get/by-hand`);
+        assert.equal(byHand.body, '7000');
+        assert.equal((await httpGet(`${slots[2]?.node.url}/api/segment/get/by-hand`)).body, '7100');
 
-      const loads = slots
-        .flatMap((slot) => [...slot.retired, slot.node])
-        .reduce((sum, node) => sum + loadLines(node).length, 0);
-      const live = slots.map((slot) => slot.node);
-      for (const node of live) assert.deepEqual(errorLines(node), []);
-      for (const slot of slots) slot.agent.destroy();
-      const exits = await Promise.all(live.map((node) => node.stop('SIGTERM')));
-      assert.deepEqual(exits, [0, 0, 0]);
+        loads = slots
+          .flatMap((slot) => [...slot.retired, slot.node])
+          .reduce((sum, node) => sum + loadLines(node).length, 0);
+        const live = slots.map((slot) => slot.node);
+        for (const node of live) assert.deepEqual(errorLines(node), []);
+        for (const slot of slots) slot.agent.destroy();
+        const exits = await Promise.all(live.map((node) => node.stop('SIGTERM')));
+        assert.deepEqual(exits, [0, 0, 0]);
+      } finally {
+        // Nothing outlives the test, whatever failed above (a no-op for nodes that have stopped).
+        await Promise.all(slots.map((slot) => slot.node.stop('SIGKILL')));
+      }
 
       assert.deepEqual(failures.slice(0, 5), []);
       const checked = assertUnique(idsByTag);
@@ -305,7 +311,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         assert.ok(id >= 4001, 'IDs continue above Leaf’s');
       assert.equal(await tableDefinition(db), definition, 'frond left Leaf’s table as it was');
       assert.ok(checked > 5_000, `only ${checked} IDs were checked`);
-      assert.ok(loads > 100, `only ${loads} segment loads happened`);
+      assert.ok(loads > 50, `only ${loads} segment loads happened`);
       t.diagnostic(
         `${name}: ${checked} IDs on ${tags.length} tags checked unique, ${orderChecks} order checks, ${requests} requests, ${loads} segment loads, ${NODES} nodes, 2 SIGKILLs and restarts, ${LOAD_MS} ms of load`,
       );
@@ -321,6 +327,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         await store.close();
       }
       const proxy = await TcpProxy.start({ port: SERVER_PORT[dialect] });
+      t.after(() => proxy.close());
       const WAIT_MS = 300;
       const node = await startFrond(
         nodeArgs(
@@ -400,7 +407,6 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         );
       } finally {
         await node.stop('SIGTERM');
-        await proxy.close();
       }
     });
 
@@ -414,6 +420,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         await store.close();
       }
       const proxy = await TcpProxy.start({ port: SERVER_PORT[dialect] });
+      t.after(() => proxy.close());
       // The step stays 100, so the 10% preload has 90 IDs, about 180 ms at 500 IDs/s, for a load.
       const node = await startFrond(
         nodeArgs(tempDir('frond-slow-'), db.urlVia(proxy.port), ['--max-step', '100']),
@@ -425,6 +432,8 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
           proxy.latencyMs = latencyMs;
           const loadsBefore = loadLines(node).length;
           const latencies: number[] = [];
+          /** Latencies of the requests that got one of the first 2 IDs of a segment. */
+          const atSwitch: number[] = [];
           const stopAt = performance.now() + durationMs;
           // 2 clients, one request each every 4 ms: 500 IDs/s, 5 segment loads a second.
           await Promise.all(
@@ -435,6 +444,8 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
                 const took = performance.now() - sent;
                 assert.equal(answer.status, 200, answer.body);
                 latencies.push(took);
+                // Segments are [1, 101), [101, 201), …: only this node loads, and the step stays 100.
+                if ((Number(answer.body) - 1) % 100 < 2) atSwitch.push(took);
                 await sleep(Math.max(0, 4 - took));
               }
             }),
@@ -443,25 +454,32 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
           const loadMs = loadLines(node)
             .slice(loadsBefore)
             .map((line) => (JSON.parse(line) as { ms: number }).ms);
-          return { latencies, loads: loadMs.length, loadMs };
+          return { latencies, atSwitch, loadMs };
         };
         const fast = await measure(0, 1_000);
         const slow = await measure(50, 2_000);
         const loadMs = slow.loadMs;
-        // A request that waited for a load would take at least one 50 ms round trip.
-        const stalled = slow.latencies.filter((ms) => ms >= 50).length;
-        assert.ok(slow.loads >= 6, `only ${slow.loads} segment loads in 2 s`);
+        assert.ok(loadMs.length >= 4, `only ${loadMs.length} segment loads in 2 s`);
         assert.ok(Math.min(...loadMs) >= 50, 'the loads crossed the 50 ms proxy');
-        assert.ok(stalled <= 2, `${stalled} of ${slow.latencies.length} requests took 50 ms or more`);
+        // Had a request waited for a load, it would be one of those that start a segment, and it
+        // would take a 50 ms round trip. One such request may be slow for another reason (a busy
+        // machine); a stall would make every one of them slow.
+        const stalled = slow.atSwitch.filter((ms) => ms >= 50).length;
+        assert.ok(slow.atSwitch.length >= 8, `only ${slow.atSwitch.length} requests started a segment`);
+        assert.ok(
+          stalled <= 1,
+          `${stalled} of ${slow.atSwitch.length} requests at a segment switch took 50 ms or more`,
+        );
+        const slowRequests = slow.latencies.filter((ms) => ms >= 50).length;
         const figures = (label: string, latencies: number[]) =>
           `${label}: p50 ${quantile(latencies, 0.5).toFixed(2)} ms, p99 ${quantile(latencies, 0.99).toFixed(2)} ms, max ${(latencies.at(-1) ?? 0).toFixed(2)} ms over ${latencies.length} requests`;
         t.diagnostic(
-          `${name}: ${figures('direct', fast.latencies)}; ${figures('+50 ms', slow.latencies)}, ${slow.loads} loads of ${Math.min(...loadMs)}–${Math.max(...loadMs)} ms in the background, ${stalled} requests ≥ 50 ms`,
+          `${name}: ${figures('direct', fast.latencies)}; ${figures('+50 ms', slow.latencies)}, ${loadMs.length} loads of ${Math.min(...loadMs)}–${Math.max(...loadMs)} ms in the background; ` +
+            `${stalled} of ${slow.atSwitch.length} requests at a segment switch and ${slowRequests} in all took 50 ms or more`,
         );
       } finally {
         agent.destroy();
         await node.stop('SIGTERM');
-        await proxy.close();
       }
     });
   });
