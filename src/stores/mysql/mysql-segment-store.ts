@@ -78,8 +78,9 @@ export class MysqlSegmentStore implements SegmentStore {
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.queryTimeoutMs = options.queryTimeoutMs;
     // UTC on both sides, so update_time reads the same whatever the server's zone; a lock wait
-    // ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s.
-    this.sessionSql = `SET SESSION time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(options.queryTimeoutMs / 1000))}`;
+    // ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s;
+    // autocommit even on a server that turns it off, or a read would keep an old snapshot open.
+    this.sessionSql = `SET SESSION time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(options.queryTimeoutMs / 1000))}, SESSION autocommit = 1`;
     this.pool = mysql.createPool({
       host: options.host,
       port: options.port,
