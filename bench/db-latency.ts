@@ -54,7 +54,7 @@ async function run(dialect: ServerDialect, latencyMs: number): Promise<Row> {
     '--port',
     '0',
     '--data-dir',
-    tempDir('frond-bench-'),
+    tempDir('frond-db-latency-'),
     '--no-snowflake',
     '--store',
     db.urlVia(proxy.port),
