@@ -32,6 +32,10 @@ function config(dataDir: string, overrides: Partial<ServeConfig> = {}): ServeCon
     clockStartupWaitMs: 5000,
     shutdownTimeoutMs: 1000,
     logLevel: 'error',
+    tokens: [],
+    adminToken: undefined,
+    tls: undefined,
+    rateLimit: 0,
     ...overrides,
   };
 }

@@ -1,11 +1,14 @@
 import { systemClock } from '../core/clock.js';
 import { describeError } from '../core/errors.js';
 import { assertWorkerId, LEAF_EPOCH, MAX_WORKER_ID } from '../core/snowflake-layout.js';
-import { createJsonLogger, isLogLevel } from '../server/json-logger.js';
+import { createPinoLogger, isLogLevel } from '../server/pino-logger.js';
 import { type ServeConfig, startServer } from '../server/serve.js';
+import { readConfigFile, readLeafProperties } from './config-sources.js';
 import {
   booleanOption,
+  type DefaultValues,
   integerOption,
+  listOption,
   type OptionSpec,
   type ParsedCommand,
   parseCommand,
@@ -30,6 +33,13 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'clock-startup-wait-ms': { type: 'string' },
   'shutdown-timeout-ms': { type: 'string' },
   'log-level': { type: 'string' },
+  config: { type: 'string' },
+  'leaf-config': { type: 'string' },
+  token: { type: 'string', multiple: true },
+  'admin-token': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'rate-limit': { type: 'string' },
 };
 
 const HOUR = 3_600_000;
@@ -62,13 +72,39 @@ export function serveConfig(parsed: ParsedCommand, now = Date.now()): ServeConfi
     clockStartupWaitMs: integerOption(parsed, 'clock-startup-wait-ms', 5_000, 0, HOUR),
     shutdownTimeoutMs: integerOption(parsed, 'shutdown-timeout-ms', 10_000, 0, 10 * 60_000),
     logLevel,
+    tokens: listOption(parsed, 'token'),
+    adminToken: stringOption(parsed, 'admin-token'),
+    tls: tlsOf(parsed),
+    rateLimit: integerOption(parsed, 'rate-limit', 0, 0, 10_000_000),
   };
+}
+
+function tlsOf(parsed: ParsedCommand): { cert: string; key: string } | undefined {
+  const cert = stringOption(parsed, 'tls-cert');
+  const key = stringOption(parsed, 'tls-key');
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) throw usage('--tls-cert and --tls-key go together');
+  return { cert, key };
+}
+
+/**
+ * Flags, then `FROND_*` variables, then `--config FILE` (JSON), then `--leaf-config
+ * leaf.properties`, then the defaults. Unknown flags, variables and keys stop the start.
+ */
+export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): ParsedCommand {
+  const first = parseCommand('serve', args, SERVE_OPTIONS, [], env, [], true);
+  const files: DefaultValues[] = [];
+  const config = stringOption(first, 'config');
+  if (config !== undefined) files.push(readConfigFile(config, SERVE_OPTIONS));
+  const leaf = stringOption(first, 'leaf-config');
+  if (leaf !== undefined) files.push(readLeafProperties(leaf, SERVE_OPTIONS));
+  return files.length === 0 ? first : parseCommand('serve', args, SERVE_OPTIONS, [], env, files, true);
 }
 
 /** Runs until SIGTERM or SIGINT, then shuts down gracefully; resolves with the exit code. */
 export async function serveCommand(args: string[]): Promise<number> {
-  const config = serveConfig(parseCommand('serve', args, SERVE_OPTIONS, []));
-  const logger = createJsonLogger(config.logLevel);
+  const config = serveConfig(parseServeArgs(args));
+  const logger = createPinoLogger(config.logLevel);
   const running = await startServer(config, logger, systemClock);
   return new Promise((resolve) => {
     const stop = (signal: string) => {

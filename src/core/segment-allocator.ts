@@ -36,13 +36,37 @@ export class SegmentAllocator {
   private readonly missing = new Map<string, number>();
   private cancelRefresh: (() => void) | undefined;
   private closed = false;
+  /** Whether the last call to the store (a tag-list read or a segment load) worked. */
+  storeReachable = false;
+  /** The store as the buffers see it: every advance also tells whether the store answered. */
+  private readonly tracked: SegmentStore;
 
   constructor(
     readonly store: SegmentStore,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SegmentAllocatorOptions = DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
-  ) {}
+  ) {
+    this.tracked = {
+      description: store.description,
+      advance: async (tag, step) => {
+        try {
+          const allocation = await store.advance(tag, step);
+          this.storeReachable = true;
+          return allocation;
+        } catch (error) {
+          this.storeReachable = false;
+          throw error;
+        }
+      },
+      listTags: () => store.listTags(),
+      getTag: (tag) => store.getTag(tag),
+      listRows: () => store.listRows(),
+      addTag: (tag) => store.addTag(tag),
+      setStep: (tag, step) => store.setStep(tag, step),
+      close: () => store.close(),
+    };
+  }
 
   /** Reads the tag list once (a failure is logged, not fatal) and starts the periodic refresh. */
   async start(): Promise<void> {
@@ -81,7 +105,9 @@ export class SegmentAllocator {
     let tags: string[];
     try {
       tags = await this.store.listTags();
+      this.storeReachable = true;
     } catch (error) {
+      this.storeReachable = false;
       this.logger.log('warn', 'segment.refresh_failed', { error: describeError(error) });
       return;
     }
@@ -127,7 +153,7 @@ export class SegmentAllocator {
   }
 
   private createBuffer(tag: string): SegmentBuffer {
-    return new SegmentBuffer(tag, this.store, this.clock, this.options, this.logger);
+    return new SegmentBuffer(tag, this.tracked, this.clock, this.options, this.logger);
   }
 
   private scheduleRefresh(): void {

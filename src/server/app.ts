@@ -5,8 +5,13 @@ import type { SegmentAllocator } from '../core/segment-allocator.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
 import { assertValidTag } from '../core/tag.js';
+import { type AccessOptions, checkIdAccess } from './access.js';
+import { idsJson } from './ids-json.js';
 import { cachePage, dbPage, leafDecodeBody } from './leaf-pages.js';
-import { sendError, sendHtml, sendJson, sendJsonText, sendText } from './responses.js';
+import { NO_OBSERVER, type RequestObserver } from './metrics.js';
+import { createOpsRoutes, type OpsDeps } from './ops-routes.js';
+import type { RateLimiter } from './rate-limit.js';
+import { sendError, sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 
 export interface AppDeps {
   /** Absent when segment mode is off (`--no-segment`). */
@@ -16,6 +21,14 @@ export interface AppDeps {
   /** The epoch used to decode IDs, also when snowflake mode is off. */
   epoch: number;
   logger: Logger;
+  /** Tokens for the ID endpoints and the admin API; open when absent. */
+  access?: AccessOptions;
+  /** Requests per second per client; no limit when absent. */
+  rateLimiter?: RateLimiter | undefined;
+  /** Sees every request's route, status and time, and every error code (metrics). */
+  observer?: RequestObserver;
+  /** Metrics, dashboard, readiness and the admin API; absent in the smallest setups and tests. */
+  ops?: OpsDeps;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -34,8 +47,12 @@ const V1_DECODE = '/v1/snowflake/decode/';
  */
 export function createApp(deps: AppDeps): Handler {
   const { segment, snowflake, epoch, logger } = deps;
+  const access: AccessOptions = deps.access ?? { tokens: [], adminToken: undefined };
+  const observer = deps.observer ?? NO_OBSERVER;
+  const ops = deps.ops && createOpsRoutes(deps.ops, segment, access);
 
-  const fail = (res: ServerResponse) => (error: unknown) => sendError(res, error, logger);
+  const reportError = (res: ServerResponse, error: unknown) => observer.error(sendError(res, error, logger));
+  const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
 
   function needSegment(): SegmentAllocator {
     if (segment === undefined) throw disabled('segment', '--no-segment');
@@ -75,13 +92,13 @@ export function createApp(deps: AppDeps): Handler {
     const allocator = needSegment();
     const tag = assertValidTag(rawTag);
     const count = parseCount(query);
-    allocator.nextMany(tag, count).then((ids) => sendJsonText(res, 200, idsJson(ids)), fail(res));
+    allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
   }
 
   function v1Snowflake(query: string, res: ServerResponse): void {
     const service = needSnowflake();
     const count = parseCount(query);
-    service.nextMany(count).then((ids) => sendJsonText(res, 200, idsJson(ids)), fail(res));
+    service.nextMany(count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
   }
 
   function leafDecode(query: string, res: ServerResponse): void {
@@ -121,9 +138,16 @@ export function createApp(deps: AppDeps): Handler {
     const mark = url.indexOf('?');
     const path = mark === -1 ? url : url.slice(0, mark);
     const query = mark === -1 ? '' : url.slice(mark + 1);
+    deps.rateLimiter?.take(req.socket.remoteAddress ?? 'unknown');
     // Leaf's routes answer any method, as Spring MVC did; frond's own answer GET only.
-    if (path.startsWith(LEAF_SEGMENT)) return leafSegment(path.slice(LEAF_SEGMENT.length), res);
-    if (path.startsWith(LEAF_SNOWFLAKE)) return leafSnowflake(path.slice(LEAF_SNOWFLAKE.length), res);
+    if (path.startsWith(LEAF_SEGMENT)) {
+      checkIdAccess(req, query, access);
+      return leafSegment(path.slice(LEAF_SEGMENT.length), res);
+    }
+    if (path.startsWith(LEAF_SNOWFLAKE)) {
+      checkIdAccess(req, query, access);
+      return leafSnowflake(path.slice(LEAF_SNOWFLAKE.length), res);
+    }
     if (path === '/decodeSnowflakeId') return leafDecode(query, res);
     if (path === '/cache') return sendHtml(res, cachePage(needSegment().states()));
     if (path === '/db') {
@@ -132,22 +156,52 @@ export function createApp(deps: AppDeps): Handler {
         .then((rows) => sendHtml(res, dbPage(rows)), fail(res));
       return;
     }
-    if (req.method !== 'GET')
+    if (ops?.(req, res, path, fail(res))) return;
+    if (req.method !== 'GET') {
       throw new FrondError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; use GET`);
+    }
     if (path.startsWith(V1_DECODE)) return v1Decode(path.slice(V1_DECODE.length), res);
-    if (path.startsWith(V1_SEGMENT)) return v1Segment(path.slice(V1_SEGMENT.length), query, res);
-    if (path === '/v1/snowflake') return v1Snowflake(query, res);
+    if (path.startsWith(V1_SEGMENT)) {
+      checkIdAccess(req, query, access);
+      return v1Segment(path.slice(V1_SEGMENT.length), query, res);
+    }
+    if (path === '/v1/snowflake') {
+      checkIdAccess(req, query, access);
+      return v1Snowflake(query, res);
+    }
     if (path === '/healthz') return health(res);
     throw new FrondError('NOT_FOUND', `no route for ${path.slice(0, 200)}`);
   }
 
-  return (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     try {
       route(req, res);
     } catch (error) {
-      sendError(res, error, logger);
+      reportError(res, error);
     }
   };
+  if (observer === NO_OBSERVER) return handle;
+  return (req, res) => {
+    const started = performance.now();
+    res.once('finish', () =>
+      observer.request(routeOf(req.url ?? '/'), res.statusCode, (performance.now() - started) / 1000),
+    );
+    handle(req, res);
+  };
+}
+
+/** A small fixed set of route labels, so metrics cannot grow with tag names or junk paths. */
+export function routeOf(url: string): string {
+  if (url.startsWith(LEAF_SEGMENT)) return 'leaf_segment';
+  if (url.startsWith(LEAF_SNOWFLAKE)) return 'leaf_snowflake';
+  if (url.startsWith(V1_DECODE) || url.startsWith('/decodeSnowflakeId')) return 'decode';
+  if (url.startsWith(V1_SEGMENT)) return 'v1_segment';
+  if (url.startsWith('/v1/snowflake')) return 'v1_snowflake';
+  if (url.startsWith('/v1/tags')) return 'admin';
+  for (const page of ['/metrics', '/dashboard', '/v1/stats', '/healthz', '/readyz', '/cache', '/db']) {
+    if (url === page || url.startsWith(`${page}?`)) return page.slice(page.lastIndexOf('/') + 1);
+  }
+  return 'other';
 }
 
 function stripSlash(text: string): string {
@@ -172,10 +226,4 @@ export function parseCount(query: string): number {
     );
   }
   return count;
-}
-
-function idsJson(ids: readonly (number | bigint)[]): string {
-  let json = '{"ids":[';
-  for (let i = 0; i < ids.length; i++) json += i === 0 ? `"${ids[i]}"` : `,"${ids[i]}"`;
-  return `${json}]}`;
 }

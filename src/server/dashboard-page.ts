@@ -66,9 +66,10 @@ function runway(s) {
   const text = s >= 86400 ? (s / 86400).toFixed(1) + ' d' : s >= 3600 ? (s / 3600).toFixed(1) + ' h' : s >= 60 ? (s / 60).toFixed(1) + ' min' : s.toFixed(1) + ' s';
   return s < 60 ? '<span class="bad">' + text + '</span>' : text;
 }
+// The x axis is always five minutes (300 one-second points): new points enter on the right.
 function line(points, key, max) {
-  const n = points.length;
-  return points.map((p, i) => ((n < 2 ? 600 : (i / (n - 1)) * 600).toFixed(1)) + ',' + (175 - (p[key] / max) * 165).toFixed(1)).join(' ');
+  const offset = 300 - points.length;
+  return points.map((p, i) => (((offset + i) / 299) * 600).toFixed(1) + ',' + (175 - (p[key] / max) * 165).toFixed(1)).join(' ');
 }
 function draw(stats) {
   const last = stats.history[stats.history.length - 1] || { segment: 0, snowflake: 0 };

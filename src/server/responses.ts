@@ -1,14 +1,16 @@
 import type { ServerResponse } from 'node:http';
-import { FrondError, isFrondError } from '../core/errors.js';
+import { FrondError, type FrondErrorCode, isFrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { HTTP_STATUS } from './http-status.js';
 
 // Leaf answers `text/plain;charset=UTF-8` with the bare decimal ID and no newline.
-const TEXT_HEADERS = { 'content-type': 'text/plain;charset=UTF-8' };
+const TEXT_TYPE = 'text/plain;charset=UTF-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+// Every answer carries content-length: `writeHead` without it makes node:http send the body chunked,
+// a header and framing more per answer and a multi-buffer writev instead of one write.
 export function sendText(res: ServerResponse, body: string): void {
-  res.writeHead(200, TEXT_HEADERS);
+  res.writeHead(200, { 'content-type': TEXT_TYPE, 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
 
@@ -17,7 +19,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 export function sendJsonText(res: ServerResponse, status: number, json: string): void {
-  res.writeHead(status, { 'content-type': JSON_TYPE });
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+/** JSON already encoded, as `idsJson` makes it. */
+export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer): void {
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': json.length });
   res.end(json);
 }
 
@@ -30,7 +38,7 @@ export function sendHtml(res: ServerResponse, html: string): void {
  * `{"error": {"code", "message"}}` with the status of the code. Anything that is not a FrondError
  * is a bug: the client gets a generic 500 and the stack goes to the log, never to the client.
  */
-export function sendError(res: ServerResponse, error: unknown, logger: Logger): void {
+export function sendError(res: ServerResponse, error: unknown, logger: Logger): FrondErrorCode {
   let failure: FrondError;
   if (isFrondError(error)) {
     failure = error;
@@ -42,7 +50,7 @@ export function sendError(res: ServerResponse, error: unknown, logger: Logger): 
   }
   if (res.headersSent) {
     res.destroy();
-    return;
+    return failure.code;
   }
   const status = HTTP_STATUS[failure.code];
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };
@@ -50,4 +58,5 @@ export function sendError(res: ServerResponse, error: unknown, logger: Logger): 
   if (failure.code === 'METHOD_NOT_ALLOWED') headers.allow = 'GET';
   res.writeHead(status, headers);
   res.end(JSON.stringify({ error: { code: failure.code, message: failure.message } }));
+  return failure.code;
 }

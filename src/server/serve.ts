@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Clock, systemClock } from '../core/clock.js';
+import { FrondError } from '../core/errors.js';
 import type { Logger, LogLevel } from '../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
@@ -10,6 +13,10 @@ import { openStore } from '../stores/open-store.js';
 import { FileWorkerIdSource } from '../workers/file/file-worker-id-source.js';
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { Metrics } from './metrics.js';
+import type { Readiness } from './ops-routes.js';
+import { RateLimiter } from './rate-limit.js';
+import { StatsSampler } from './stats.js';
 
 export interface ServeConfig {
   host: string;
@@ -34,6 +41,14 @@ export interface ServeConfig {
   /** ms a graceful shutdown waits for requests in flight. */
   shutdownTimeoutMs: number;
   logLevel: LogLevel;
+  /** Tokens that may ask for IDs (`--token`); empty: ID endpoints are open. */
+  tokens: string[];
+  /** The admin API's token; undefined: the admin API answers only on loopback. */
+  adminToken: string | undefined;
+  /** Paths of a PEM certificate and key: the node then speaks HTTPS. */
+  tls: { cert: string; key: string } | undefined;
+  /** Requests per second per client address; 0: no limit. */
+  rateLimit: number;
 }
 
 export interface RunningServer {
@@ -45,9 +60,14 @@ export interface RunningServer {
 /** Composes store, allocator, snowflake node and HTTP; nothing here is on the path of a request. */
 export async function startServer(
   config: ServeConfig,
-  logger: Logger,
+  baseLogger: Logger,
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
+  const tls = config.tls && readTls(config.tls);
+  const stats = new StatsSampler(clock);
+  const metrics = new Metrics(stats);
+  // Segment loads and clock events are counted from the log events the core already emits.
+  const logger = metrics.tap(baseLogger);
   const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
@@ -86,7 +106,22 @@ export async function startServer(
       const service = snowflake;
       cleanups.push(() => service.close());
     }
-    const server = createServer(createApp({ segment, snowflake, epoch: config.epoch, logger }));
+    stats.attach(segment, snowflake);
+    stats.start();
+    cleanups.push(() => stats.stop());
+    const handler = createApp({
+      segment,
+      snowflake,
+      epoch: config.epoch,
+      logger,
+      access: { tokens: config.tokens, adminToken: config.adminToken },
+      rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
+      observer: metrics,
+      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats) },
+    });
+    const server = tls ? createTlsServer(tls, handler) : createServer(handler);
+    // A client that trickles a request cannot hold a connection for Node's default 300 s.
+    server.requestTimeout = 30_000;
     server.on('clientError', (error, socket) => {
       // A malformed request gets a 400 instead of a silent reset; nothing reaches the process.
       if (socket.writable)
@@ -101,7 +136,7 @@ export async function startServer(
       });
     });
     const { port } = server.address() as AddressInfo;
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
     logger.log('info', 'listening', {
       url,
       segment: store?.description ?? 'off',
@@ -124,6 +159,43 @@ export async function startServer(
     await cleanup();
     throw error;
   }
+}
+
+function readTls(paths: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new FrondError('INVALID_CONFIG', `${flag} ${path}: ${(error as Error).message}`);
+    }
+  };
+  return { cert: read('--tls-cert', paths.cert), key: read('--tls-key', paths.key) };
+}
+
+/**
+ * Ready when the node can serve: snowflake mode holds its worker ID, and segment mode has reached
+ * its store (the last tag-list read or load worked) or has IDs buffered to ride out the outage.
+ */
+export function readiness(
+  segment: SegmentAllocator | undefined,
+  snowflake: SnowflakeService | undefined,
+  stats: StatsSampler,
+): Readiness {
+  const checks: Readiness['checks'] = {};
+  if (snowflake) checks.snowflake = { ok: true, detail: `worker ID ${snowflake.workerId}` };
+  if (segment) {
+    const reachable = segment.storeReachable;
+    const buffered = stats.snapshot().tags.some((tag) => tag.left > 0);
+    checks.segment = {
+      ok: reachable || buffered,
+      detail: reachable
+        ? `store ${segment.store.description} reachable`
+        : buffered
+          ? 'store unreachable; serving buffered IDs'
+          : 'store unreachable and nothing buffered',
+    };
+  }
+  return { ready: Object.values(checks).every((check) => check.ok), checks };
 }
 
 /** Stops accepting, lets requests in flight finish, and cuts what is left after `timeoutMs`. */

@@ -48,12 +48,16 @@ export class StatsSampler {
   private lastSegmentTotal = 0;
   private lastSnowflakeTotal = 0;
   private cancel: (() => void) | undefined;
+  private segment: SegmentAllocator | undefined;
+  private snowflake: SnowflakeService | undefined;
 
-  constructor(
-    private readonly segment: SegmentAllocator | undefined,
-    private readonly snowflake: SnowflakeService | undefined,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly clock: Clock) {}
+
+  /** What to sample; set once both modes have started. */
+  attach(segment: SegmentAllocator | undefined, snowflake: SnowflakeService | undefined): void {
+    this.segment = segment;
+    this.snowflake = snowflake;
+  }
 
   start(): void {
     this.sample();

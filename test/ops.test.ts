@@ -1,0 +1,313 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { systemClock } from '../src/core/clock.js';
+import { silentLogger } from '../src/core/logger.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
+import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { type RunningServer, readiness, type ServeConfig, startServer } from '../src/server/serve.js';
+import { StatsSampler } from '../src/server/stats.js';
+import { runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { MemoryStore } from './support/memory-store.js';
+import { randomTag } from './support/random-tag.js';
+
+function config(dataDir: string, overrides: Partial<ServeConfig> = {}): ServeConfig {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    store: `sqlite:${dataDir}/frond.db`,
+    dataDir,
+    workerId: 9,
+    segment: true,
+    snowflake: true,
+    epoch: LEAF_EPOCH,
+    randomSequence: true,
+    segmentWaitMs: 3000,
+    tagRefreshMs: 60_000,
+    maxStep: 1_000_000,
+    clockToleranceMs: 5,
+    clockStartupWaitMs: 5000,
+    shutdownTimeoutMs: 1000,
+    logLevel: 'error',
+    tokens: [],
+    adminToken: undefined,
+    tls: undefined,
+    rateLimit: 0,
+    ...overrides,
+  };
+}
+
+async function call(url: string, init: RequestInit = {}) {
+  const response = await fetch(url, init);
+  const text = await response.text();
+  return { status: response.status, text, json: () => JSON.parse(text) as Record<string, unknown> };
+}
+
+function post(url: string, body: unknown, token?: string, method = 'POST') {
+  return call(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+describe('operations API (real server)', () => {
+  let server: RunningServer;
+  const tag = randomTag();
+
+  before(async () => {
+    server = await startServer(config(tempDir()), silentLogger, systemClock);
+  });
+  after(() => server.close());
+
+  it('adds a tag with POST /v1/tags (201), refuses it twice (409), and serves it at once', async () => {
+    const created = await post(`${server.url}/v1/tags`, {
+      tag,
+      step: 100,
+      start: 5000,
+      description: 'orders',
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(
+      { ...created.json(), updateTime: undefined },
+      { tag, maxId: '5000', step: 100, description: 'orders', updateTime: undefined },
+    );
+    assert.equal((await post(`${server.url}/v1/tags`, { tag, step: 10 })).status, 409);
+    assert.equal((await call(`${server.url}/api/segment/get/${tag}`)).text, '5000');
+  });
+
+  it('changes a step with PATCH /v1/tags/{tag} and lists tags with GET /v1/tags', async () => {
+    const patched = await post(`${server.url}/v1/tags/${tag}`, { step: 250 }, undefined, 'PATCH');
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.json().step, 250);
+    assert.equal(
+      (await post(`${server.url}/v1/tags/${randomTag()}`, { step: 5 }, undefined, 'PATCH')).status,
+      404,
+    );
+    const list = (await call(`${server.url}/v1/tags`)).json() as { tags: { tag: string }[] };
+    assert.ok(list.tags.some((row) => row.tag === tag));
+  });
+
+  it('answers bad admin bodies with 400 or 413, naming the problem', async () => {
+    const cases: [unknown, number, RegExp][] = [
+      ['{"tag": ', 400, /not JSON/],
+      [{ tag: 'x', step: 10, colour: 'red' }, 400, /unknown field "colour"/],
+      [{ tag: 'bad tag', step: 10 }, 400, /invalid tag/],
+      [{ tag: randomTag() }, 400, /step is required/],
+      [{ tag: randomTag(), step: 0 }, 400, /invalid step 0/],
+      [{ tag: randomTag(), step: 10, start: -1 }, 400, /start must be an integer/],
+      [{ tag: randomTag(), step: 10, description: 'x'.repeat(300) }, 400, /description/],
+      ['x'.repeat(20_000), 413, /over 16384 bytes/],
+    ];
+    for (const [body, status, pattern] of cases) {
+      const reply = await post(`${server.url}/v1/tags`, body);
+      assert.equal(reply.status, status, reply.text);
+      assert.match((reply.json() as { error: { message: string } }).error.message, pattern);
+    }
+  });
+
+  it('exports Prometheus metrics named frond_…: IDs issued, buffers, runway, step, worker ID, latency, errors', async () => {
+    for (let i = 0; i < 30; i++) await call(`${server.url}/api/segment/get/${tag}`);
+    await call(`${server.url}/api/snowflake/get/x`);
+    await call(`${server.url}/api/segment/get/${randomTag()}`);
+    const text = (await call(`${server.url}/metrics`)).text;
+    assert.match(text, new RegExp(`^frond_ids_issued_total\\{mode="segment",tag="${tag}"\\} 3\\d$`, 'm'));
+    assert.match(text, /^frond_ids_issued_total\{mode="snowflake",tag=""\} [1-9]/m);
+    assert.match(text, new RegExp(`^frond_segment_ids_left\\{tag="${tag}"\\} \\d+`, 'm'));
+    // The second load read the step PATCHed to 250 above.
+    assert.match(text, new RegExp(`^frond_segment_step\\{tag="${tag}"\\} 250$`, 'm'));
+    assert.match(text, /^frond_snowflake_worker_id 9$/m);
+    assert.match(
+      text,
+      /^frond_http_request_duration_seconds_count\{route="leaf_segment",status="200"\} 3\d/m,
+    );
+    assert.match(text, /^frond_errors_total\{code="TAG_NOT_FOUND"\} [1-9]/m);
+    assert.match(text, /^frond_segment_load_duration_seconds_count \d+/m);
+    assert.match(text, /^# TYPE frond_segment_runway_seconds gauge$/m);
+  });
+
+  it('serves /v1/stats for the dashboard, and the dashboard page itself', async () => {
+    const stats = (await call(`${server.url}/v1/stats`)).json() as {
+      tags: { tag: string; issued: number }[];
+      snowflake: { workerId: number };
+      history: unknown[];
+    };
+    assert.ok((stats.tags.find((t) => t.tag === tag)?.issued ?? 0) > 0);
+    assert.equal(stats.snowflake.workerId, 9);
+    assert.ok(Array.isArray(stats.history));
+    const page = await call(`${server.url}/dashboard`);
+    assert.equal(page.status, 200);
+    assert.match(page.text, /<title>frond dashboard<\/title>/);
+  });
+
+  it('is ready (/readyz 200) with a reachable store and a worker ID', async () => {
+    const ready = await call(`${server.url}/readyz`);
+    assert.equal(ready.status, 200, ready.text);
+    assert.equal(ready.json().ready, true);
+  });
+});
+
+describe('readiness', () => {
+  it('is not ready when the store cannot be reached and nothing is buffered', async () => {
+    const store = new MemoryStore();
+    store.listTags = async () => {
+      throw new Error('connection refused');
+    };
+    const segment = new SegmentAllocator(store, systemClock, silentLogger, DEFAULT_SEGMENT_ALLOCATOR_OPTIONS);
+    await segment.start();
+    const stats = new StatsSampler(systemClock);
+    stats.attach(segment, undefined);
+    const result = readiness(segment, undefined, stats);
+    segment.close();
+    assert.equal(result.ready, false);
+    assert.match(result.checks.segment?.detail ?? '', /unreachable and nothing buffered/);
+  });
+});
+
+describe('access control (real server)', () => {
+  it('requires a token for IDs when --token is set, as a bearer header or ?token=', async () => {
+    const server = await startServer(
+      config(tempDir(), { tokens: ['alpha', 'beta'] }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      const denied = await call(`${server.url}/api/snowflake/get/x`);
+      assert.equal(denied.status, 401);
+      assert.match(denied.text, /UNAUTHORIZED/);
+      assert.equal(
+        (await call(`${server.url}/api/snowflake/get/x`, { headers: { authorization: 'Bearer beta' } }))
+          .status,
+        200,
+      );
+      assert.equal((await call(`${server.url}/v1/snowflake?count=2&token=alpha`)).status, 200);
+      assert.equal((await call(`${server.url}/v1/snowflake?token=gamma`)).status, 401);
+      assert.equal((await call(`${server.url}/healthz`)).status, 200, 'health stays open');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('requires the admin token for the admin API when --admin-token is set', async () => {
+    const server = await startServer(config(tempDir(), { adminToken: 's3cret' }), silentLogger, systemClock);
+    try {
+      assert.equal((await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 })).status, 401);
+      assert.equal((await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 }, 'wrong')).status, 401);
+      assert.equal(
+        (await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 }, 's3cret')).status,
+        201,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 429 once a client passes --rate-limit requests per second', async () => {
+    const server = await startServer(config(tempDir(), { rateLimit: 5 }), silentLogger, systemClock);
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) statuses.push((await call(`${server.url}/api/snowflake/get/x`)).status);
+      assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
+      assert.ok(statuses.slice(5).includes(429), statuses.join(','));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('speaks HTTPS with --tls-cert and --tls-key', async () => {
+    const dir = tempDir();
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const server = await startServer(config(dir, { tls: { cert, key } }), silentLogger, systemClock);
+    try {
+      assert.match(server.url, /^https:\/\//);
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = httpsRequest(
+          `${server.url}/api/snowflake/get/x`,
+          { rejectUnauthorized: false },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => {
+              text += chunk;
+            });
+            res.on('end', () => resolve(text));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      assert.match(body, /^[0-9]{19}$/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('configuration sources (real process)', () => {
+  it('reads a JSON --config file and a Leaf leaf.properties, flags winning over both', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'frond.json');
+    writeFileSync(file, JSON.stringify({ 'data-dir': dir, 'worker-id': 31, port: 1 }));
+    const leaf = join(dir, 'leaf.properties');
+    writeFileSync(leaf, 'leaf.name=test\nleaf.segment.enable=false\nleaf.snowflake.enable=true\n');
+    const node = await startFrond(['--config', file, '--leaf-config', leaf, '--port', '0']);
+    try {
+      const health = (await call(`${node.url}/healthz`)).json() as {
+        segment: unknown;
+        snowflake: { workerId: number };
+      };
+      assert.equal(health.snowflake.workerId, 31);
+      assert.equal(health.segment, null);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('stops with one line for an unknown config key or FROND_ variable', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'frond.json');
+    writeFileSync(file, JSON.stringify({ prot: 8080 }));
+    const bad = await runFrond(['serve', '--config', file]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^frond: .*frond\.json: unknown key "prot"\n$/);
+    const env = await runFrond(['serve', '--data-dir', dir], { env: { FROND_PROT: '1' } });
+    assert.equal(env.code, 2);
+    assert.match(env.stderr, /^frond: unknown environment variable FROND_PROT/);
+  });
+
+  it('logs JSON lines through pino with level, time and event', async () => {
+    const node = await startFrond(['--port', '0', '--data-dir', tempDir()]);
+    await node.stop();
+    const listening = JSON.parse(node.logs.find((line) => line.includes('"listening"')) ?? '{}') as Record<
+      string,
+      unknown
+    >;
+    assert.equal(listening.level, 'info');
+    assert.equal(typeof listening.time, 'string');
+    assert.equal(listening.event, 'listening');
+  });
+});
