@@ -13,6 +13,8 @@ usage:
               [--no-random-sequence] [--segment-wait-ms 3000] [--tag-refresh-ms 60000]
               [--max-step 1000000] [--clock-tolerance-ms 5] [--clock-startup-wait-ms 5000]
               [--shutdown-timeout-ms 10000] [--log-level info]
+              [--token T]... [--admin-token T] [--rate-limit N] [--tls-cert PEM --tls-key PEM]
+              [--config frond.json] [--leaf-config leaf.properties]
   frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
   frond tag list [--json] [--store S] [--data-dir D]
   frond tag set-step TAG N [--store S] [--data-dir D]
