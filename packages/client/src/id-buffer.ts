@@ -36,13 +36,14 @@ type Waiter<Id> =
  * again. Subclasses own the IDs and the hot path (`tryTake`).
  */
 export abstract class IdBuffer<Id, Batch> {
-  /** The hot path calls `fetch()` once it hands out an ID at or above this; Infinity: do not. */
+  /** The hot path calls `prefetch()` once it hands out an ID at or above this; Infinity: do not. */
   protected prefetchAt = Number.POSITIVE_INFINITY;
   protected fetching = false;
   protected closed = false;
   /** True while an arrived batch is handed to waiting calls: they take it whatever its age. */
   protected serving = false;
   private readonly waiters: Waiter<Id>[] = [];
+  private scheduled: ReturnType<typeof defer> | undefined;
   private size: number;
   private fetches = 0;
   private lastError: FrondClientError | undefined;
@@ -112,6 +113,7 @@ export abstract class IdBuffer<Id, Batch> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.cancelScheduled();
     this.prefetchAt = Number.POSITIVE_INFINITY;
     this.clear();
     this.rejectWaiters(closedError());
@@ -128,9 +130,24 @@ export abstract class IdBuffer<Id, Batch> {
     };
   }
 
-  /** Starts a fetch unless one is running, a batch is already waiting, or the buffer is closed. */
+  /**
+   * Called from the hot path when the buffer runs low: the fetch starts on the next turn of the
+   * event loop, not inside the caller's call, because building a request with `fetch` takes some
+   * 40–200 µs of synchronous work, as long as handing out 10,000 buffered IDs.
+   */
+  protected prefetch(): void {
+    this.prefetchAt = Number.POSITIVE_INFINITY;
+    if (this.scheduled !== undefined || this.fetching || this.closed || this.hasNext()) return;
+    this.scheduled = defer(() => {
+      this.scheduled = undefined;
+      this.fetch();
+    });
+  }
+
+  /** Starts a fetch now unless one is running, a batch is already waiting, or the buffer is closed. */
   protected fetch(): void {
     this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.cancelScheduled();
     if (this.fetching || this.closed || this.hasNext()) return;
     this.fetching = true;
     const now = this.options.now();
@@ -193,6 +210,12 @@ export abstract class IdBuffer<Id, Batch> {
     }
   }
 
+  private cancelScheduled(): void {
+    if (this.scheduled === undefined) return;
+    cancelDefer(this.scheduled);
+    this.scheduled = undefined;
+  }
+
   private rejectWaiters(error: unknown): void {
     for (const waiter of this.waiters.splice(0)) waiter.reject(error);
   }
@@ -219,6 +242,15 @@ export abstract class IdBuffer<Id, Batch> {
     return clamp(Math.max(this.size, demand), minBatchSize, maxBatchSize);
   }
 }
+
+// setImmediate runs after pending I/O, so a caller looping over buffered IDs is not interrupted; the
+// fallback serves runtimes without it.
+const defer: (run: () => void) => unknown =
+  typeof setImmediate === 'function' ? setImmediate : (run) => setTimeout(run, 0);
+const cancelDefer: (handle: unknown) => void =
+  typeof clearImmediate === 'function'
+    ? (handle) => clearImmediate(handle as ReturnType<typeof setImmediate>)
+    : (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>);
 
 function clamp(value: number, min: number, max: number): number {
   return Math.max(min, Math.min(max, value));

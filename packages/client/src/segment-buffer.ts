@@ -38,7 +38,7 @@ export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     const id = this.value;
     if (id < this.end) {
       this.value = id + 1;
-      if (id >= this.prefetchAt) this.fetch();
+      if (id >= this.prefetchAt) this.prefetch();
       return this.convert(id);
     }
     return this.nextRun() ? this.tryTake() : undefined;
@@ -51,7 +51,7 @@ export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
       if (id < end) {
         for (; id < end; id++) out.push(this.convert(id));
         this.value = end;
-        if (end - 1 >= this.prefetchAt) this.fetch();
+        if (end - 1 >= this.prefetchAt) this.prefetch();
       } else if (!this.nextRun()) {
         return;
       }

@@ -34,7 +34,7 @@ export class SnowflakeBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
     if (index < this.ids.length) {
       if (this.serving || this.options.now() < this.expiresAt) {
         this.index = index + 1;
-        if (index >= this.prefetchAt) this.fetch();
+        if (index >= this.prefetchAt) this.prefetch();
         return this.convert(this.ids[index] as string);
       }
       this.ids = [];
