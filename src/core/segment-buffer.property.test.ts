@@ -58,7 +58,10 @@ describe('SegmentBuffer under any interleaving (fast-check)', () => {
               waiting.push(
                 (nodes[node] as SegmentBuffer).nextMany(c.count).then(
                   (ids) => {
-                    for (const id of ids) assert.ok(!seen.has(id), `ID ${id} handed out twice`), seen.add(id);
+                    for (const id of ids) {
+                      assert.ok(!seen.has(id), `ID ${id} handed out twice`);
+                      seen.add(id);
+                    }
                   },
                   () => {},
                 ),
