@@ -21,7 +21,7 @@ import { StatsSampler } from './stats.js';
 export interface ServeConfig {
   host: string;
   port: number;
-  /** `sqlite:PATH`; the default is `sqlite:<dataDir>/frond.db`. */
+  /** `sqlite:PATH`, `postgres://…` or `mysql://…`; the default is `sqlite:<dataDir>/frond.db`. */
   store: string;
   dataDir: string;
   workerId: number | undefined;
