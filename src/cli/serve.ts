@@ -1,6 +1,9 @@
+import cluster from 'node:cluster';
 import { systemClock } from '../core/clock.js';
 import { describeError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import { assertWorkerId, LEAF_EPOCH, MAX_WORKER_ID } from '../core/snowflake-layout.js';
+import { MAX_WORKERS, runPrimary, runWorker } from '../server/cluster.js';
 import { createPinoLogger, isLogLevel } from '../server/pino-logger.js';
 import { type ServeConfig, startServer } from '../server/serve.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
@@ -40,6 +43,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   'rate-limit': { type: 'string' },
+  workers: { type: 'string' },
 };
 
 const HOUR = 3_600_000;
@@ -103,8 +107,17 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv = process.
 
 /** Runs until SIGTERM or SIGINT, then shuts down gracefully; resolves with the exit code. */
 export async function serveCommand(args: string[]): Promise<number> {
-  const config = serveConfig(parseServeArgs(args));
+  const parsed = parseServeArgs(args);
+  const config = serveConfig(parsed);
   const logger = createPinoLogger(config.logLevel);
+  // `--workers N`: this process becomes the primary of N forked copies of itself (src/server/cluster.ts).
+  if (cluster.isWorker) return runWorker(config, logger, serveUntilSignal);
+  const workers = integerOption(parsed, 'workers', 1, 1, MAX_WORKERS);
+  if (workers > 1) return runPrimary(config, workers, logger);
+  return serveUntilSignal(config, logger);
+}
+
+async function serveUntilSignal(config: ServeConfig, logger: Logger): Promise<number> {
   const running = await startServer(config, logger, systemClock);
   return new Promise((resolve) => {
     const stop = (signal: string) => {

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { planWorkerIds, workerDataDir } from './cluster.js';
+
+function dataDirWith(files: Record<number, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'frond-cluster-'));
+  for (const [index, text] of Object.entries(files)) {
+    mkdirSync(workerDataDir(dir, Number(index)), { recursive: true });
+    writeFileSync(join(workerDataDir(dir, Number(index)), 'snowflake-worker.json'), text);
+  }
+  return dir;
+}
+
+describe('planWorkerIds', () => {
+  it('gives worker i the ID --worker-id + i, and refuses IDs past 1023', () => {
+    assert.deepEqual(planWorkerIds('/nowhere', 1020, 4), [1020, 1021, 1022, 1023]);
+    assert.throws(() => planWorkerIds('/nowhere', 1021, 4), { code: 'INVALID_CONFIG' });
+  });
+
+  it("keeps the IDs in the workers' files and draws unused ones for the others, even when the draw repeats", () => {
+    const dir = dataDirWith({ 1: '{"workerId":7,"lastTimestamp":0}' });
+    const draws = [7, 7, 9, 9, 9, 3];
+    const ids = planWorkerIds(dir, undefined, 3, () => draws.shift() as number);
+    assert.deepEqual(ids, [9, 7, 3]);
+  });
+
+  it('refuses two worker files holding the same ID', () => {
+    const dir = dataDirWith({ 0: '{"workerId":5,"lastTimestamp":0}', 1: '{"workerId":5,"lastTimestamp":0}' });
+    assert.throws(
+      () => planWorkerIds(dir, undefined, 2),
+      /worker-1\/snowflake-worker.json holds worker ID 5/,
+    );
+  });
+});
