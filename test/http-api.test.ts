@@ -13,31 +13,10 @@ import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js
 import { tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
 import { randomTag } from './support/random-tag.js';
+import { testServeConfig } from './support/serve-config.js';
 
 function config(dataDir: string, overrides: Partial<ServeConfig> = {}): ServeConfig {
-  return {
-    host: '127.0.0.1',
-    port: 0,
-    store: `sqlite:${dataDir}/frond.db`,
-    dataDir,
-    workerId: 42,
-    segment: true,
-    snowflake: true,
-    epoch: LEAF_EPOCH,
-    randomSequence: true,
-    segmentWaitMs: 3000,
-    tagRefreshMs: 60_000,
-    maxStep: 1_000_000,
-    clockToleranceMs: 5,
-    clockStartupWaitMs: 5000,
-    shutdownTimeoutMs: 1000,
-    logLevel: 'error',
-    tokens: [],
-    adminToken: undefined,
-    tls: undefined,
-    rateLimit: 0,
-    ...overrides,
-  };
+  return testServeConfig(dataDir, { workerId: 42, ...overrides });
 }
 
 interface Reply {
