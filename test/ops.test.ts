@@ -7,7 +7,6 @@ import { after, before, describe, it } from 'node:test';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
-import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
 import { type RunningServer, readiness, type ServeConfig, startServer } from '../src/server/serve.js';
 import { StatsSampler } from '../src/server/stats.js';
 import { runFrond, startFrond, tempDir } from './support/frond-process.js';
