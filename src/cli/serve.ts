@@ -6,6 +6,13 @@ import { assertWorkerId, LEAF_EPOCH, MAX_WORKER_ID } from '../core/snowflake-lay
 import { MAX_WORKERS, runPrimary, runWorker } from '../server/cluster.js';
 import { createPinoLogger, isLogLevel } from '../server/pino-logger.js';
 import { type ServeConfig, startServer } from '../server/serve.js';
+import {
+  type CoordinatorConfig,
+  coordinatorConfig,
+  DEFAULT_COORDINATOR_TIMEOUT_MS,
+  DEFAULT_LEASE_TTL_MS,
+  DEFAULT_MAX_CLOCK_SKEW_MS,
+} from '../workers/open-worker-id-source.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
 import {
   booleanOption,
@@ -25,6 +32,15 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   port: { type: 'string' },
   ...STORE_OPTIONS,
   'worker-id': { type: 'string' },
+  zk: { type: 'string' },
+  etcd: { type: 'string' },
+  name: { type: 'string' },
+  advertise: { type: 'string' },
+  'advertise-port': { type: 'string' },
+  'worker-lease': { type: 'boolean' },
+  'worker-lease-ttl-ms': { type: 'string' },
+  'coordinator-timeout-ms': { type: 'string' },
+  'clock-max-skew-ms': { type: 'string' },
   'no-segment': { type: 'boolean' },
   'no-snowflake': { type: 'boolean' },
   epoch: { type: 'string' },
@@ -67,6 +83,7 @@ export function serveConfig(parsed: ParsedCommand, now = Date.now()): ServeConfi
         : assertWorkerId(integerOption(parsed, 'worker-id', 0, 0, MAX_WORKER_ID)),
     segment,
     snowflake,
+    coordinator: coordinatorOf(parsed),
     epoch: integerOption(parsed, 'epoch', LEAF_EPOCH, 0, now),
     randomSequence: !booleanOption(parsed, 'no-random-sequence'),
     segmentWaitMs: integerOption(parsed, 'segment-wait-ms', 3_000, 1, 10 * 60_000),
@@ -89,6 +106,38 @@ function tlsOf(parsed: ParsedCommand): { cert: string; key: string } | undefined
   if (cert === undefined && key === undefined) return undefined;
   if (cert === undefined || key === undefined) throw usage('--tls-cert and --tls-key go together');
   return { cert, key };
+}
+
+/** `--zk` / `--etcd` and their companions; undefined: worker IDs from the data dir's file. */
+function coordinatorOf(parsed: ParsedCommand): CoordinatorConfig | undefined {
+  const advertisePort = stringOption(parsed, 'advertise-port');
+  const config = coordinatorConfig({
+    zk: stringOption(parsed, 'zk'),
+    etcd: stringOption(parsed, 'etcd'),
+    name: stringOption(parsed, 'name'),
+    advertise: stringOption(parsed, 'advertise'),
+    advertisePort:
+      advertisePort === undefined ? undefined : integerOption(parsed, 'advertise-port', 0, 1, 65_535),
+    lease: booleanOption(parsed, 'worker-lease'),
+    // ZooKeeper's floor is 2 ticks (4 s with its default tickTime, 1 s in scripts/services.sh); etcd's is 2 s.
+    leaseTtlMs: integerOption(parsed, 'worker-lease-ttl-ms', DEFAULT_LEASE_TTL_MS, 1_000, 10 * 60_000),
+    timeoutMs: integerOption(
+      parsed,
+      'coordinator-timeout-ms',
+      DEFAULT_COORDINATOR_TIMEOUT_MS,
+      100,
+      10 * 60_000,
+    ),
+    maxClockSkewMs: integerOption(parsed, 'clock-max-skew-ms', DEFAULT_MAX_CLOCK_SKEW_MS, 0, HOUR),
+    workerId: stringOption(parsed, 'worker-id') === undefined ? undefined : 0,
+    httpPort: integerOption(parsed, 'port', 8080, 0, 65_535),
+  });
+  // Leaf mode's worker ID belongs to ip:port, which every worker of --workers shares.
+  if (config && !config.lease && integerOption(parsed, 'workers', 1, 1, MAX_WORKERS) > 1)
+    throw usage(
+      '--workers with --zk needs --worker-lease: in Leaf mode ip:port is the worker ID, one per node',
+    );
+  return config;
 }
 
 /**

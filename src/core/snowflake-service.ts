@@ -3,7 +3,7 @@ import { ClockMovedBackwardsError, describeError, FrondError, isFrondError } fro
 import type { Logger } from './logger.js';
 import { SnowflakeGenerator } from './snowflake-generator.js';
 import { assertWorkerId, LEAF_EPOCH, TIMESTAMP_SPAN_MS } from './snowflake-layout.js';
-import type { WorkerIdSource } from './worker-id-source.js';
+import type { WorkerIdSource, WorkerLease } from './worker-id-source.js';
 
 export interface SnowflakeOptions {
   epoch: number;
@@ -37,21 +37,32 @@ const MAX_ATTEMPTS = 4;
  * A snowflake node: a worker ID from a source, a generator, and the rules about time. The clock is
  * checked at start against the last timestamp the worker ID used (even across crashes, thanks to the
  * timestamp recorded ahead), and on every call while running.
+ *
+ * With a lease-based source the worker ID can be lost while running (`source.valid()` turns false):
+ * the node then answers WORKER_ID_UNAVAILABLE until the source holds a worker ID again, and starts a
+ * new generator for it only once the clock has passed the new lease's last timestamp and a time
+ * ahead is recorded, exactly as at start.
  */
 export class SnowflakeService {
   private cancelTimer: (() => void) | undefined;
   private recording: Promise<void> | undefined;
   private closed = false;
+  /** Set once the worker ID is lost; cleared when a regained one is recorded and its generator in use. */
+  private stale = false;
+  /** Counts regained leases, so that an older adoption still waiting gives way to a newer one. */
+  private generation = 0;
+  private readonly waits = new Set<() => void>();
   backwardsEvents = 0;
   /** IDs handed out since start. */
   issued = 0;
 
   private constructor(
-    private readonly generator: SnowflakeGenerator,
+    private generator: SnowflakeGenerator,
     private readonly source: WorkerIdSource,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SnowflakeOptions,
+    private readonly random: () => number,
   ) {}
 
   static async start(
@@ -105,7 +116,8 @@ export class SnowflakeService {
       lastTimestamp: lease.lastTimestamp,
       recordedThrough,
     });
-    const service = new SnowflakeService(generator, source, clock, logger, options);
+    const service = new SnowflakeService(generator, source, clock, logger, options, random);
+    source.onRegained?.((regained) => service.regain(regained));
     service.scheduleRecord();
     logger.log('info', 'snowflake.started', { workerId, source: source.description });
     return service;
@@ -123,9 +135,14 @@ export class SnowflakeService {
     return this.generator.lastTimestamp;
   }
 
+  /** Whether IDs can be handed out now: not closed, and the worker ID is held (a lease can be lost). */
+  get available(): boolean {
+    return !this.closed && !this.stale && this.source.valid?.() !== false;
+  }
+
   /** The next ID without waiting; throws what the generator throws (the caller may use `next`). */
   tryNext(): bigint {
-    if (this.closed) throw closedError();
+    this.assertHolding();
     const id = this.generator.next();
     this.issued++;
     return id;
@@ -140,7 +157,7 @@ export class SnowflakeService {
   async nextMany(count: number): Promise<bigint[]> {
     const ids: bigint[] = [];
     for (let attempt = 1; ; attempt++) {
-      if (this.closed) throw closedError();
+      this.assertHolding();
       try {
         while (ids.length < count) ids.push(this.generator.next());
         this.issued += count;
@@ -155,6 +172,7 @@ export class SnowflakeService {
     if (this.closed) return;
     this.closed = true;
     this.cancelTimer?.();
+    for (const stop of this.waits) stop();
     await this.recording?.catch(() => {});
     await this.source.release(this.generator.lastTimestamp);
   }
@@ -180,13 +198,105 @@ export class SnowflakeService {
     return false;
   }
 
+  /** Throws unless IDs may be handed out; a lost worker ID stays lost until `regain` swaps it. */
+  private assertHolding(): void {
+    if (this.closed) throw closedError();
+    if (this.stale) throw this.unavailable();
+    if (this.source.valid?.() === false) {
+      this.stale = true;
+      this.logger.log('warn', 'snowflake.worker_id_lost', {
+        workerId: this.workerId,
+        source: this.source.description,
+      });
+      throw this.unavailable();
+    }
+  }
+
+  private unavailable(): FrondError {
+    return new FrondError(
+      'WORKER_ID_UNAVAILABLE',
+      `worker ID ${this.workerId} is no longer held (${this.source.description}); waiting for a new lease`,
+    );
+  }
+
+  /** The source holds a worker ID again: the old generator is never used again from here on. */
+  private regain(lease: WorkerLease): void {
+    this.stale = true;
+    const generation = ++this.generation;
+    this.adopt(lease, generation).catch((error: unknown) => {
+      this.logger.log('error', 'snowflake.regain_failed', { error: describeError(error) });
+    });
+  }
+
+  private async adopt(lease: WorkerLease, generation: number): Promise<void> {
+    const workerId = assertWorkerId(lease.workerId);
+    const previous = this.generator;
+    // Above the lease's last timestamp (fencing against the worker ID's earlier holder) and above
+    // this node's own last one, so its IDs keep increasing whichever worker ID it now holds.
+    const floor = Math.max(lease.lastTimestamp, previous.lastTimestamp);
+    const current = () => !this.closed && generation === this.generation;
+    let warned = false;
+    while (current()) {
+      const now = this.clock.now();
+      if (now <= floor) {
+        if (!warned) {
+          this.logger.log('warn', 'snowflake.clock_behind_lease', { workerId, behindMs: floor - now });
+          warned = true;
+        }
+        // At most a second at a time, so that a clock that jumps meanwhile is read again.
+        await this.wait(Math.min(floor - now + 1, 1_000));
+        continue;
+      }
+      const through = now + this.options.recordAheadMs;
+      try {
+        await this.source.record(through);
+      } catch (error) {
+        this.logger.log('error', 'snowflake.record_failed', { workerId, error: describeError(error) });
+        await this.wait(this.options.recordEveryMs);
+        continue;
+      }
+      if (!current()) return;
+      this.generator = new SnowflakeGenerator({
+        workerId,
+        epoch: this.options.epoch,
+        clock: this.clock,
+        randomStart: this.options.randomStart,
+        random: this.random,
+        lastTimestamp: floor,
+        recordedThrough: through,
+      });
+      this.stale = false;
+      this.logger.log('info', 'snowflake.worker_id_regained', {
+        workerId,
+        previousWorkerId: previous.workerId,
+        source: this.source.description,
+      });
+      return;
+    }
+  }
+
+  /** A sleep that `close()` cuts short, so a closed node leaves no timer behind. */
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const stop = () => {
+        cancel();
+        this.waits.delete(stop);
+        resolve();
+      };
+      const cancel = this.clock.schedule(stop, ms);
+      this.waits.add(stop);
+    });
+  }
+
   private record(): Promise<void> {
     if (this.recording === undefined) {
       const through = this.clock.now() + this.options.recordAheadMs;
+      // The generator of the moment: a record that ends after a regain must not widen the new one.
+      const generator = this.generator;
       this.recording = this.source
         .record(through)
         .then(
-          () => this.generator.allowThrough(through),
+          () => generator.allowThrough(through),
           (error: unknown) => {
             this.logger.log('error', 'snowflake.record_failed', {
               workerId: this.workerId,
@@ -204,6 +314,8 @@ export class SnowflakeService {
   private scheduleRecord(): void {
     if (this.closed) return;
     this.cancelTimer = this.clock.schedule(() => {
+      // Without the worker ID there is nothing to record; `adopt` records for a regained one.
+      if (!this.available) return this.scheduleRecord();
       void this.record().finally(() => this.scheduleRecord());
     }, this.options.recordEveryMs);
   }

@@ -22,4 +22,15 @@ export interface WorkerIdSource {
   record(timestamp: number): Promise<void>;
   /** Records the last timestamp actually used and gives the worker ID up. */
   release(lastTimestamp: number): Promise<void>;
+  /**
+   * Lease-based sources only (a ZooKeeper session, an etcd lease), which can lose the worker ID
+   * while running; a source without it holds its worker ID until `release`. Answers without I/O
+   * whether the worker ID is certainly still held now; the node checks it before every batch of IDs.
+   */
+  valid?(): boolean;
+  /**
+   * Lease-based sources only: `listener` is called with a new lease (perhaps another worker ID) when
+   * the source holds one again after losing it, in the same tick as `valid()` turns true again.
+   */
+  onRegained?(listener: (lease: WorkerLease) => void): void;
 }

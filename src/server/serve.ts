@@ -10,7 +10,7 @@ import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import type { SegmentStore } from '../core/segment-store.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../core/snowflake-service.js';
 import { openStore } from '../stores/open-store.js';
-import { FileWorkerIdSource } from '../workers/file/file-worker-id-source.js';
+import { type CoordinatorConfig, openWorkerIdSource } from '../workers/open-worker-id-source.js';
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { Metrics } from './metrics.js';
@@ -25,6 +25,8 @@ export interface ServeConfig {
   store: string;
   dataDir: string;
   workerId: number | undefined;
+  /** ZooKeeper or etcd hands out worker IDs (`--zk`, `--etcd`); absent: the data dir's file. */
+  coordinator?: CoordinatorConfig | undefined;
   segment: boolean;
   snowflake: boolean;
   epoch: number;
@@ -92,7 +94,14 @@ export async function startServer(
     let snowflake: SnowflakeService | undefined;
     if (config.snowflake) {
       snowflake = await SnowflakeService.start(
-        new FileWorkerIdSource(config.dataDir, { workerId: config.workerId }),
+        openWorkerIdSource(config.coordinator, {
+          dataDir: config.dataDir,
+          workerId: config.workerId,
+          httpPort: config.port,
+          recordAheadMs: DEFAULT_SNOWFLAKE_OPTIONS.recordAheadMs,
+          clock,
+          logger,
+        }),
         clock,
         logger,
         {
@@ -182,7 +191,14 @@ export function readiness(
   stats: StatsSampler,
 ): Readiness {
   const checks: Readiness['checks'] = {};
-  if (snowflake) checks.snowflake = { ok: true, detail: `worker ID ${snowflake.workerId}` };
+  if (snowflake) {
+    // A lease-mode node that lost its lease answers 503 until it holds a worker ID again.
+    const ok = snowflake.available;
+    checks.snowflake = {
+      ok,
+      detail: ok ? `worker ID ${snowflake.workerId}` : 'worker ID lease lost; claiming a new one',
+    };
+  }
   if (segment) {
     const reachable = segment.storeReachable;
     const buffered = stats.snapshot().tags.some((tag) => tag.left > 0);

@@ -1,0 +1,321 @@
+import { join } from 'node:path';
+import { type Clock, within } from '../../core/clock.js';
+import { describeError, FrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
+import { type ClockReport, clockSkew } from './clock-skew.js';
+import { type WorkerCache, WorkerCacheFile } from './worker-cache-file.js';
+import { CreateMode, statLong, ZooKeeperClient, ZooKeeperError } from './zookeeper-client.js';
+import {
+  type ForeverNode,
+  leafNodeData,
+  leafNodeTimestamp,
+  parseForeverNode,
+  zookeeperPaths,
+} from './zookeeper-paths.js';
+
+/** Leaf reports the node's time into its ZooKeeper node every 3 s. */
+export const LEAF_REPORT_EVERY_MS = 3_000;
+/** In the data dir, beside the file source's `snowflake-worker.json`. */
+export const ZOOKEEPER_CACHE_FILE = 'zookeeper-worker.json';
+/** Leaf's Curator session; Leaf mode holds nothing ephemeral, so it only paces reconnects. */
+const SESSION_TIMEOUT_MS = 6_000;
+
+export interface LeafZooKeeperOptions {
+  /** `host:port[,host:port…]`. */
+  connect: string;
+  /** Leaf's `leaf.name`; no `-` (Leaf splits node names at `-`). */
+  name: string;
+  /** The identity `host:port`: the first non-internal IPv4 and the HTTP port, or `--advertise`. */
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Bound on connecting and on each call; at start, past it the node starts from its cache file. */
+  timeoutMs: number;
+  /** Refuses to start when the clock is further than this from the other live nodes'; 0: no check. */
+  maxClockSkewMs: number;
+  /**
+   * How far past its last report a node may have put timestamps in IDs: one report period plus the
+   * core's record-ahead. Waited out when the identity's node exists but the cache file is gone.
+   */
+  unreportedMarginMs: number;
+  reportEveryMs?: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Leaf's ZooKeeper worker IDs: a persistent sequential node per identity `ip:port` under
+ * `/snowflake/{name}/forever`, whose sequence is the worker ID, kept forever. Compatible with Leaf
+ * nodes in the same tree, with Leaf's bugs left out: the worker ID is parsed from the node's own
+ * name (Leaf assumes 0 for the first node), numbers past 1023 are refused before a node is created,
+ * two nodes of one identity collapse to the lowest, and the cache file that lets a node start while
+ * ZooKeeper is down records the time too, so that start still checks the clock.
+ *
+ * ZooKeeper is needed only at a node's first start: `record` writes the cache file only, so a
+ * node keeps serving while ZooKeeper is down, and the 3 s report resumes when it is back.
+ */
+export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
+  readonly description: string;
+  readonly identity: string;
+  private readonly cacheFile: WorkerCacheFile;
+  private readonly paths;
+  private client: ZooKeeperClient | undefined;
+  private workerId = -1;
+  private node = '';
+  private lastReported = 0;
+  private reportFailing = false;
+  private cancelReport: (() => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly options: LeafZooKeeperOptions) {
+    this.identity = `${options.host}:${options.port}`;
+    this.paths = zookeeperPaths(options.name);
+    this.description = `zookeeper:${options.connect}${this.paths.forever}/${this.identity}`;
+    this.cacheFile = new WorkerCacheFile(join(options.dataDir, ZOOKEEPER_CACHE_FILE));
+  }
+
+  async acquire(): Promise<WorkerLease> {
+    const { logger, name } = this.options;
+    const cached = await this.cacheFile.read();
+    const mine = cached?.name === name && cached.identity === this.identity ? cached : undefined;
+    if (cached && !mine)
+      logger.log('warn', 'worker.cache_ignored', {
+        path: this.cacheFile.path,
+        cached: `${cached.name}/${cached.identity}`,
+        now: `${name}/${this.identity}`,
+      });
+    let client: ZooKeeperClient;
+    try {
+      client = await ZooKeeperClient.connect(this.clientOptions());
+    } catch (error) {
+      return this.startFromCache(mine, error);
+    }
+    let registered: Awaited<ReturnType<typeof this.register>>;
+    try {
+      registered = await this.register(client);
+    } catch (error) {
+      await client.close();
+      if (error instanceof ZooKeeperError) return this.startFromCache(mine, error);
+      throw error;
+    }
+    this.client = client;
+    this.workerId = registered.own.workerId;
+    this.node = registered.own.node;
+    this.lastReported = registered.written;
+    if (mine && mine.workerId !== this.workerId)
+      logger.log('warn', 'worker.cache_mismatch', { cachedWorkerId: mine.workerId, workerId: this.workerId });
+    // Without its cache file a node that ran before may have issued IDs up to a report period and
+    // the record-ahead past its last report.
+    const margin = registered.existed && mine === undefined ? this.options.unreportedMarginMs : 0;
+    const lastTimestamp = Math.max(registered.reported + margin, mine?.lastTimestamp ?? 0);
+    await this.writeCache(lastTimestamp);
+    this.scheduleReport();
+    logger.log('info', 'worker.zookeeper_registered', {
+      workerId: this.workerId,
+      node: `${this.paths.forever}/${this.node}`,
+      existed: registered.existed,
+      lastReported: registered.reported,
+    });
+    return { workerId: this.workerId, lastTimestamp };
+  }
+
+  record(timestamp: number): Promise<void> {
+    return this.writeCache(timestamp);
+  }
+
+  async release(lastTimestamp: number): Promise<void> {
+    this.closed = true;
+    this.cancelReport?.();
+    await this.writeCache(lastTimestamp);
+    await this.client?.close();
+  }
+
+  private clientOptions() {
+    const { connect, timeoutMs, clock } = this.options;
+    return { connect, timeoutMs, clock, sessionTimeoutMs: SESSION_TIMEOUT_MS };
+  }
+
+  /** Leaf's fallback, with the clock still checked: the cache records the last time used. */
+  private startFromCache(mine: WorkerCache | undefined, error: unknown): WorkerLease {
+    if (mine === undefined)
+      throw new FrondError(
+        'WORKER_ID_UNAVAILABLE',
+        `${describeError(error)}; and ${this.cacheFile.path} holds no worker ID for ${this.identity}: a node's first start needs ZooKeeper`,
+        { cause: error },
+      );
+    this.workerId = mine.workerId;
+    this.node = mine.node;
+    this.options.logger.log('warn', 'worker.zookeeper_unreachable_using_cache', {
+      workerId: mine.workerId,
+      lastTimestamp: mine.lastTimestamp,
+      cache: this.cacheFile.path,
+      error: describeError(error),
+    });
+    // Reports resume once ZooKeeper answers again.
+    this.client = ZooKeeperClient.open(this.clientOptions());
+    this.scheduleReport();
+    return { workerId: mine.workerId, lastTimestamp: mine.lastTimestamp };
+  }
+
+  private async register(client: ZooKeeperClient) {
+    const { clock, host, port } = this.options;
+    const forever = this.paths.forever;
+    await client.mkdirp(forever);
+    const listed = await client.getChildren(forever);
+    let children = listed.children;
+    let own = lowestOf(children, this.identity);
+    const existed = own !== undefined;
+    if (own === undefined) {
+      // ZooKeeper numbers a child from the parent's cversion (children created and deleted so far)
+      // and never reuses a number, so the next one is known before creating anything.
+      if (listed.stat.cversion > MAX_WORKER_ID) throw this.exhausted(listed.stat.cversion, children.length);
+      const path = await client.create(
+        `${forever}/${this.identity}-`,
+        leafNodeData(host, port, clock.now()),
+        CreateMode.PERSISTENT_SEQUENTIAL,
+      );
+      const created = parseForeverNode(path.slice(forever.length + 1));
+      if (created === undefined)
+        throw new FrondError('INTERNAL', `ZooKeeper created ${path}, which does not parse`);
+      // Two starts of one identity at once create two nodes: both keep the lowest.
+      children = (await client.getChildren(forever)).children;
+      own = lowestOf(children, this.identity) ?? created;
+      if (own.node !== created.node || created.workerId > MAX_WORKER_ID)
+        await client.remove(`${forever}/${created.node}`).catch(() => {});
+    }
+    if (own.workerId > MAX_WORKER_ID) throw this.exhausted(own.workerId, children.length);
+    if (await client.exists(`${this.paths.workers}/${own.workerId}`))
+      throw new FrondError(
+        'WORKER_ID_UNAVAILABLE',
+        `worker ID ${own.workerId} (${forever}/${own.node}) was also leased in lease mode under the same name ${this.options.name}; give Leaf mode and lease mode different names`,
+      );
+    const path = `${forever}/${own.node}`;
+    // A node created just now holds this start's own time, not a time an earlier run used.
+    const reported = existed ? (leafNodeTimestamp((await client.getData(path)).data) ?? 0) : 0;
+    // Report now, but never lower the stored time: a clock behind it must still be caught at the next start.
+    const sent = clock.now();
+    const written = Math.max(sent, reported);
+    const stat = await client.setData(path, leafNodeData(host, port, written));
+    const received = clock.now();
+    if (this.options.maxClockSkewMs > 0) {
+      const others = children
+        .map(parseForeverNode)
+        .filter((node) => node !== undefined && node.node !== own.node);
+      await this.compareClocks(
+        client,
+        { timestamp: (sent + received) / 2, mtime: statLong(stat.mtime) },
+        others,
+      );
+    }
+    return { own, existed, reported, written };
+  }
+
+  /** Refuses to start with a clock further than `maxClockSkewMs` from the other live nodes'. */
+  private async compareClocks(
+    client: ZooKeeperClient,
+    own: ClockReport,
+    others: (ForeverNode | undefined)[],
+  ): Promise<void> {
+    const reports = await Promise.all(
+      others.map(async (node) => {
+        if (node === undefined) return undefined;
+        try {
+          const { data, stat } = await client.getData(`${this.paths.forever}/${node.node}`);
+          const timestamp = leafNodeTimestamp(data);
+          return timestamp === undefined ? undefined : { timestamp, mtime: statLong(stat.mtime) };
+        } catch {
+          return undefined; // removed meanwhile
+        }
+      }),
+    );
+    // Live: reported within three report periods, by ZooKeeper's clock.
+    const liveWindowMs = 3 * (this.options.reportEveryMs ?? LEAF_REPORT_EVERY_MS);
+    const skew = clockSkew(
+      own,
+      reports.filter((report) => report !== undefined),
+      liveWindowMs,
+    );
+    if (skew === undefined) return;
+    this.options.logger.log('info', 'worker.clock_compared', { ...skew });
+    const limit = this.options.maxClockSkewMs;
+    if (Math.abs(skew.skewMs) <= limit) return;
+    const where = `${Math.abs(skew.skewMs)} ms ${skew.skewMs < 0 ? 'behind' : 'ahead of'} the median of ${skew.liveNodes} live node(s) under ${this.paths.forever} (limit --clock-max-skew-ms ${limit})`;
+    throw new FrondError(
+      skew.skewMs < 0 ? 'CLOCK_MOVED_BACKWARDS' : 'WORKER_ID_UNAVAILABLE',
+      `the clock is ${where}; fix the clock (NTP) and start again`,
+    );
+  }
+
+  private exhausted(sequence: number, children: number): FrondError {
+    return new FrondError(
+      'WORKER_ID_UNAVAILABLE',
+      `${this.paths.forever} has handed out sequence numbers up to ${sequence - 1} (${children} nodes) and worker IDs end at ${MAX_WORKER_ID}; Leaf mode never reuses one, so ${this.identity} gets none: use --worker-lease, another --name, or stable --advertise addresses`,
+    );
+  }
+
+  private writeCache(lastTimestamp: number): Promise<void> {
+    return this.cacheFile.write({
+      name: this.options.name,
+      identity: this.identity,
+      workerId: this.workerId,
+      node: this.node,
+      lastTimestamp,
+    });
+  }
+
+  private scheduleReport(): void {
+    if (this.closed) return;
+    const every = this.options.reportEveryMs ?? LEAF_REPORT_EVERY_MS;
+    this.cancelReport = this.options.clock.schedule(() => {
+      void this.report().finally(() => this.scheduleReport());
+    }, every);
+  }
+
+  /** Leaf's 3 s report: the node's time into its node, skipped while the clock is behind the last one. */
+  private async report(): Promise<void> {
+    const client = this.client;
+    const now = this.options.clock.now();
+    if (this.closed || client === undefined || now <= this.lastReported) return;
+    const { host, port, logger, timeoutMs } = this.options;
+    // A setData queued while the server is down would wait in the library's queue; bound it twice
+    // (the call's own bound, and here in case the client is replaced meanwhile).
+    const done = await within(
+      this.options.clock,
+      client.setData(`${this.paths.forever}/${this.node}`, leafNodeData(host, port, now)).then(
+        () => true,
+        (error: unknown) => error,
+      ),
+      2 * timeoutMs,
+    );
+    if (done?.value === true) {
+      this.lastReported = now;
+      if (this.reportFailing) logger.log('info', 'worker.report_resumed', { workerId: this.workerId });
+      this.reportFailing = false;
+      return;
+    }
+    if (!this.reportFailing)
+      logger.log('warn', 'worker.report_failed', {
+        workerId: this.workerId,
+        error: done === undefined ? 'timed out' : describeError(done.value),
+      });
+    this.reportFailing = true;
+    // An expired client never recovers: start a new one for the next report.
+    if (client.expired && !this.closed) {
+      this.client = ZooKeeperClient.open(this.clientOptions());
+      void client.close();
+    }
+  }
+}
+
+/** The lowest-numbered node of `identity` among `forever`'s children. */
+function lowestOf(children: string[], identity: string): ForeverNode | undefined {
+  let lowest: ForeverNode | undefined;
+  for (const child of children) {
+    const node = parseForeverNode(child);
+    if (node?.identity === identity && (lowest === undefined || node.workerId < lowest.workerId))
+      lowest = node;
+  }
+  return lowest;
+}

@@ -1,0 +1,68 @@
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { FrondError } from '../../core/errors.js';
+
+/**
+ * Leaf keeps `workerID=<n>` in a temp-dir file so a node can start while ZooKeeper is down, but no
+ * time, so that start skips the clock check (Leaf #97, #216). frond's file is in the data dir and
+ * holds the highest timestamp the node may have used, moved forward before each use.
+ */
+export interface WorkerCache {
+  name: string;
+  /** `ip:port`, the node's identity in ZooKeeper. */
+  identity: string;
+  workerId: number;
+  /** The node's child of `/snowflake/{name}/forever`, to report into when ZooKeeper comes back. */
+  node: string;
+  /** The highest timestamp (ms) the node may have put in an ID. */
+  lastTimestamp: number;
+}
+
+export class WorkerCacheFile {
+  constructor(readonly path: string) {}
+
+  async read(): Promise<WorkerCache | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    let parsed: Partial<WorkerCache> | undefined;
+    try {
+      parsed = JSON.parse(text) as Partial<WorkerCache>;
+    } catch {
+      parsed = undefined;
+    }
+    if (
+      typeof parsed !== 'object' ||
+      parsed === null ||
+      typeof parsed.name !== 'string' ||
+      typeof parsed.identity !== 'string' ||
+      typeof parsed.node !== 'string' ||
+      !Number.isInteger(parsed.workerId) ||
+      !Number.isSafeInteger(parsed.lastTimestamp)
+    ) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `${this.path} is damaged; restore it, or delete it and start with ZooKeeper reachable and the clock past the last ID issued`,
+      );
+    }
+    return parsed as WorkerCache;
+  }
+
+  /** Writes a temporary file, syncs it, and renames it over the old one: a crash leaves one or the other. */
+  async write(cache: WorkerCache): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true });
+    const temporary = `${this.path}.tmp`;
+    const handle = await open(temporary, 'w');
+    try {
+      await handle.writeFile(`${JSON.stringify(cache)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, this.path);
+  }
+}
