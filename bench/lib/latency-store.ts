@@ -1,0 +1,51 @@
+import type { Allocation, NewTag, SegmentStore, TagRow } from '../../src/core/segment-store.js';
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A SegmentStore decorator that waits `latencyMs` (a timer, so the event loop keeps serving) before
+ * every call to the store it wraps: a database 50 ms away, as seen from the node, without a network.
+ */
+export class LatencyStore implements SegmentStore {
+  readonly description: string;
+
+  constructor(
+    private readonly inner: SegmentStore,
+    private readonly latencyMs: number,
+  ) {
+    this.description = `${inner.description} (+${latencyMs} ms)`;
+  }
+
+  private async later<T>(call: () => Promise<T>): Promise<T> {
+    if (this.latencyMs > 0) await delay(this.latencyMs);
+    return call();
+  }
+
+  advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    return this.later(() => this.inner.advance(tag, step));
+  }
+
+  listTags(): Promise<string[]> {
+    return this.later(() => this.inner.listTags());
+  }
+
+  getTag(tag: string): Promise<TagRow | undefined> {
+    return this.later(() => this.inner.getTag(tag));
+  }
+
+  listRows(): Promise<TagRow[]> {
+    return this.later(() => this.inner.listRows());
+  }
+
+  addTag(tag: NewTag): Promise<void> {
+    return this.later(() => this.inner.addTag(tag));
+  }
+
+  setStep(tag: string, step: number): Promise<void> {
+    return this.later(() => this.inner.setStep(tag, step));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,206 @@
+// `npm run bench`: every benchmark, then bench/RESULTS.md. `npm run bench -- --quick` runs each one
+// briefly (seconds, for CI) and prints the report instead of writing it.
+//   --quick           small runs; writes nothing unless --out is given
+//   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
+//   --json FILE       the figures as JSON as well (the quick-mode test reads it)
+//   --only a,b        some of: in-process, http, boundary, scale, workers
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { runBoundary } from './boundary.js';
+import { runHttp } from './http.js';
+import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
+import { describeMachine } from './lib/machine.js';
+import { renderSection, type Section, table } from './lib/markdown.js';
+import { integer, percent, si } from './lib/stats.js';
+import { runScale } from './scale.js';
+import { runWorkers } from './workers.js';
+
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers'] as const;
+type Suite = (typeof SUITES)[number];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    json: { type: 'string' },
+    only: { type: 'string' },
+  },
+});
+const quick = values.quick === true;
+const only = new Set((values.only?.split(',') ?? SUITES) as Suite[]);
+for (const name of only) if (!SUITES.includes(name)) throw new Error(`--only: unknown benchmark ${name}`);
+const out = values.out ?? (quick ? undefined : new URL('RESULTS.md', import.meta.url).pathname);
+
+/** Full runs take about four minutes on 2 cores; quick ones about twenty seconds. */
+const plan = quick
+  ? {
+      inProcess: { runs: 1, runMs: 60, sampleSize: 100_000 },
+      // autocannon reports once a second, so a run takes at least 1 s whatever its duration.
+      http: { rounds: 1, runS: 1, fixedRate: 5_000, fixedS: 0.5, connections: 10, warmupS: 0 },
+      boundary: {
+        rounds: 1,
+        fixedRate: 5_000,
+        runS: 1,
+        latencyMs: 50,
+        step: 1000,
+        connections: 10,
+        warmupS: 0,
+      },
+      scale: { tags: 500, concurrency: 32 },
+      workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
+    }
+  : {
+      inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
+      http: { rounds: 5, runS: 2, fixedRate: 10_000, fixedS: 2, connections: 10, warmupS: 1 },
+      boundary: {
+        rounds: 3,
+        fixedRate: 10_000,
+        runS: 3,
+        latencyMs: 50,
+        step: 1000,
+        connections: 10,
+        warmupS: 1,
+      },
+      scale: { tags: 10_000, concurrency: 32 },
+      workers: { rounds: 3, runS: 2, connections: 10, warmupS: 1, endpoints: 3 },
+    };
+
+let lap = Date.now();
+const log = (line: string) => {
+  process.stderr.write(`bench: ${line} (+${((Date.now() - lap) / 1000).toFixed(1)} s)\n`);
+  lap = Date.now();
+};
+const started = Date.now();
+const loadBefore = loadavg()[0] ?? 0;
+const sections: Section[] = [];
+const targets: string[][] = [];
+const figures: Record<string, unknown> = { quick };
+const mark = (met: boolean) => (met ? 'yes' : '**no**');
+
+if (only.has('in-process')) {
+  log('in-process generators');
+  const { rows, section } = await runInProcess(plan.inProcess);
+  sections.push(section);
+  figures.inProcess = rows;
+  const row = (prefix: string) => rows.find((candidate) => candidate.name.startsWith(prefix));
+  const plain = row('frond snowflake (`SnowflakeGenerator.next`, randomStart off');
+  const random = row('frond snowflake (`SnowflakeGenerator.next`, randomStart on');
+  const segment = row('frond segment');
+  if (plain && random && segment) {
+    targets.push(
+      [
+        'Snowflake in-process, randomStart off',
+        '≥ 95 % of 4,096,000 IDs/s, 0 duplicates',
+        `${si(plain.idsPerSecond)} IDs/s = ${percent(plain.idsPerSecond / SNOWFLAKE_LIMIT)}, ${plain.duplicates} duplicates`,
+        mark(plain.idsPerSecond >= 0.95 * SNOWFLAKE_LIMIT && plain.duplicates === 0),
+      ],
+      [
+        'Snowflake in-process, randomStart on (Leaf)',
+        '≥ 95 % of 4,046,500 IDs/s (random 0..99 start)',
+        `${si(random.idsPerSecond)} IDs/s = ${percent(random.idsPerSecond / 4_046_500)} (${percent(random.idsPerSecond / SNOWFLAKE_LIMIT)} of 4,096,000), ${random.duplicates} duplicates`,
+        mark(random.idsPerSecond >= 0.95 * 4_046_500 && random.duplicates === 0),
+      ],
+      [
+        'Segment in-process',
+        '≥ 100 M IDs/s or ≥ ¼ of `++i`',
+        `${si(segment.idsPerSecond)} IDs/s = ${percent(segment.vsCounter)} of \`++i\`, ${segment.duplicates} duplicates`,
+        mark((segment.idsPerSecond >= 100e6 || segment.vsCounter >= 0.25) && segment.duplicates === 0),
+      ],
+    );
+  }
+}
+
+if (only.has('http')) {
+  log('HTTP (autocannon and a fixed rate)');
+  const { sections: parts, summary } = await runHttp(plan.http);
+  sections.push(...parts);
+  figures.http = summary;
+  const leaf = (name: string, rps: number, cpu: number) => [
+    `One ID per request: ${name}`,
+    '≥ 90 % of bare node:http, no errors',
+    `${si(rps)} req/s = ${percent(rps / summary.bareRps)} of bare (${si(summary.bareRps)}); CPU per request ${percent(cpu)} of bare's efficiency`,
+    mark(rps >= 0.9 * summary.bareRps && summary.errors === 0),
+  ];
+  targets.push(
+    leaf('Leaf segment', summary.leafSegmentRps, summary.leafSegmentCpuRatio),
+    leaf('Leaf snowflake', summary.leafSnowflakeRps, summary.leafSnowflakeCpuRatio),
+    [
+      'Batch over HTTP (segment, 1000 a request)',
+      '≥ 5 M IDs/s',
+      `${si(summary.batchSegmentIdsPerSecond)} IDs/s (snowflake: ${si(summary.batchSnowflakeIdsPerSecond)} = ${percent(summary.batchSnowflakeIdsPerSecond / SNOWFLAKE_LIMIT)} of one worker's limit)`,
+      mark(summary.batchSegmentIdsPerSecond >= 5e6),
+    ],
+  );
+}
+
+if (only.has('boundary')) {
+  log('segment boundaries with database latency');
+  const { section, summary } = await runBoundary(plan.boundary);
+  sections.push(section);
+  figures.boundary = summary;
+  targets.push([
+    `p99.9 across segment boundaries, ${plan.boundary.latencyMs} ms DB latency`,
+    '≤ 1.5× the p99.9 without',
+    `${summary.fixedP999.toFixed(2)} ms vs ${summary.fixedP999Baseline.toFixed(2)} ms = ${summary.fixedRatio.toFixed(2)}× at ${integer(plan.boundary.fixedRate)} req/s (at saturation: ${summary.saturatedRatio.toFixed(1)}×)`,
+    mark(summary.fixedRatio <= 1.5 && summary.errors === 0),
+  ]);
+}
+
+if (only.has('scale')) {
+  log(`scale: ${plan.scale.tags} tags`);
+  const { section, summary } = await runScale(plan.scale);
+  sections.push(section);
+  figures.scale = summary;
+  targets.push([
+    `${integer(summary.tags)} tags`,
+    '< 200 MB RSS',
+    `${summary.rssMiB.toFixed(1)} MiB RSS (peak ${summary.peakMiB.toFixed(1)}), first ID of every tag in ${summary.seconds.toFixed(2)} s`,
+    mark(summary.rssMiB * 1.048576 < 200 && summary.errors === 0),
+  ]);
+}
+
+if (only.has('workers')) {
+  log('workers: 1 vs 2');
+  const { section, summary } = await runWorkers(plan.workers);
+  sections.push(section);
+  figures.workers = summary;
+  targets.push([
+    '`--workers 2` vs 1 (report)',
+    'throughput for 1 and 2 workers',
+    `Leaf segment ${si(summary.leafSegment[0])} → ${si(summary.leafSegment[1])} req/s; batch ${si(summary.batchSegmentIds[0])} → ${si(summary.batchSegmentIds[1])} IDs/s`,
+    '–',
+  ]);
+}
+
+const machine = describeMachine();
+const loadAfter = loadavg()[0] ?? 0;
+figures.machine = machine;
+const report = `# frond benchmarks${quick ? ' (quick mode: too short to quote)' : ''}
+
+Written by \`npm run bench\`${quick ? ' -- --quick' : ''} (bench/run.ts) on ${new Date(started).toISOString()}, in ${Math.round((Date.now() - started) / 1000)} s.
+
+| Machine | |
+|---|---|
+| CPU | ${machine.cpu}, ${machine.cores} cores |
+| Memory | ${machine.memoryGiB} GiB |
+| Node | ${machine.node} (${machine.os}) |
+| frond | commit ${machine.commit} |
+| Load average (1 min) | ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after (other processes on the machine share its cores) |
+
+Every figure is a median of several runs measured in this run, next to its baseline from the same run.
+
+## Targets
+
+${table(['Target', 'Goal', 'Reached', 'Met'], targets)}
+
+${sections.map(renderSection).join('\n')}`;
+
+if (out !== undefined) {
+  writeFileSync(out, report);
+  log(`wrote ${out}`);
+} else {
+  process.stdout.write(report);
+}
+if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(figures, null, 2)}\n`);
+log(`done in ${Math.round((Date.now() - started) / 1000)} s`);

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { tempDir } from './support/frond-process.js';
+
+const RUN = new URL('../bench/run.ts', import.meta.url).pathname;
+
+interface Figures {
+  inProcess: { name: string; duplicates: number; sampled: number }[];
+  http: { fixedRateDuplicates: number };
+  boundary: { duplicates: number };
+  scale: { duplicates: number; tags: number };
+  workers: { leafSegment: [number, number] };
+}
+
+/** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
+function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`bench --quick did not finish in 100 s:\n${stderr}`));
+    }, 100_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+// Speed is never asserted here: CI machines differ and share their cores. What must hold anywhere is
+// that every benchmark runs to its end and that frond never hands out an ID twice while it does.
+describe('npm run bench -- --quick', () => {
+  it('runs every benchmark and frond shows 0 duplicates', async () => {
+    const json = join(tempDir('frond-bench-test-'), 'figures.json');
+    const result = await runBench(['--quick', '--json', json]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^## Targets$/m);
+    for (const title of [
+      'In-process generation',
+      'HTTP, one ID per request',
+      'Segment boundaries',
+      'Scale',
+      'Workers',
+    ])
+      assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
+
+    const figures = JSON.parse(readFileSync(json, 'utf8')) as Figures;
+    const frond = figures.inProcess.filter((row) => row.name.startsWith('frond'));
+    assert.equal(frond.length, 3);
+    for (const row of frond) {
+      assert.ok(row.sampled > 0);
+      assert.equal(row.duplicates, 0, `${row.name}: ${row.duplicates} duplicates`);
+    }
+    assert.equal(figures.http.fixedRateDuplicates, 0);
+    assert.equal(figures.boundary.duplicates, 0);
+    assert.equal(figures.scale.duplicates, 0);
+    assert.equal(figures.workers.leafSegment.length, 2);
+  });
+});
