@@ -37,6 +37,17 @@ class LosableSource extends MemoryWorkerSource {
   }
 }
 
+describe('SnowflakeService start-up', () => {
+  it('gives the worker ID back, as it was, when it refuses to start', async () => {
+    const clock = new ManualClock(T0);
+    const source = new MemoryWorkerSource(3, T0 + 60_000);
+    await assert.rejects(SnowflakeService.start(source, clock, silentLogger), (error) =>
+      isFrondError(error, 'CLOCK_MOVED_BACKWARDS'),
+    );
+    assert.equal(source.released, T0 + 60_000);
+  });
+});
+
 describe('SnowflakeService with a lease that can be lost', () => {
   it('answers WORKER_ID_UNAVAILABLE once the lease is lost, and records nothing meanwhile', async () => {
     const clock = new ManualClock(T0);

@@ -15,6 +15,9 @@ usage:
               [--shutdown-timeout-ms 10000] [--log-level info]
               [--token T]... [--admin-token T] [--rate-limit N] [--tls-cert PEM --tls-key PEM]
               [--config frond.json] [--leaf-config leaf.properties]
+              [--zk HOST:PORT[,…] --name NAME [--advertise HOST:PORT | --advertise-port P]]
+              [--etcd http://HOST:PORT[,…] --name NAME] [--worker-lease] [--worker-lease-ttl-ms 6000]
+              [--coordinator-timeout-ms 3000] [--clock-max-skew-ms 5000]
   frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
   frond tag list [--json] [--store S] [--data-dir D]
   frond tag set-step TAG N [--store S] [--data-dir D]
@@ -28,6 +31,11 @@ FROND_NO_SEGMENT=true. Flags win over the environment.
 --store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
 or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
 &connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
+
+Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
+coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
+worker ID per ip:port, never reused); --zk --worker-lease or --etcd lease them while a node runs and
+reuse them once free. See docs/worker-ids.md.
 `;
 
 /** Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration. */

@@ -73,6 +73,24 @@ export class SnowflakeService {
     random: () => number = Math.random,
   ): Promise<SnowflakeService> {
     const lease = await source.acquire();
+    try {
+      return await SnowflakeService.begin(source, lease, clock, logger, options, random);
+    } catch (error) {
+      // Nothing was issued: give the worker ID back as it was, so that no client or timer of the
+      // source keeps a process alive that failed to start.
+      await source.release(lease.lastTimestamp).catch(() => {});
+      throw error;
+    }
+  }
+
+  private static async begin(
+    source: WorkerIdSource,
+    lease: WorkerLease,
+    clock: Clock,
+    logger: Logger,
+    options: SnowflakeOptions,
+    random: () => number,
+  ): Promise<SnowflakeService> {
     const workerId = assertWorkerId(lease.workerId);
     let now = clock.now();
     if (now < options.epoch) {

@@ -6,7 +6,13 @@ import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
 import { type ClockReport, clockSkew } from './clock-skew.js';
 import { type WorkerCache, WorkerCacheFile } from './worker-cache-file.js';
-import { CreateMode, statLong, ZooKeeperClient, ZooKeeperError } from './zookeeper-client.js';
+import {
+  CreateMode,
+  statLong,
+  ZooKeeperClient,
+  ZooKeeperError,
+  type ZooKeeperStat,
+} from './zookeeper-client.js';
 import {
   type ForeverNode,
   leafNodeData,
@@ -86,18 +92,17 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
         cached: `${cached.name}/${cached.identity}`,
         now: `${name}/${this.identity}`,
       });
-    let client: ZooKeeperClient;
-    try {
-      client = await ZooKeeperClient.connect(this.clientOptions());
-    } catch (error) {
-      return this.startFromCache(mine, error);
-    }
+    const client = ZooKeeperClient.open(this.clientOptions());
     let registered: Awaited<ReturnType<typeof this.register>>;
     try {
+      await client.waitConnected(this.options.timeoutMs);
       registered = await this.register(client);
     } catch (error) {
+      // ZooKeeper down or too slow: Leaf's fallback, keeping the client to report once it is back.
+      if (error instanceof ZooKeeperError && mine !== undefined)
+        return this.startFromCache(mine, error, client);
       await client.close();
-      if (error instanceof ZooKeeperError) return this.startFromCache(mine, error);
+      if (error instanceof ZooKeeperError) return this.startFromCache(mine, error, undefined);
       throw error;
     }
     this.client = client;
@@ -138,7 +143,11 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   }
 
   /** Leaf's fallback, with the clock still checked: the cache records the last time used. */
-  private startFromCache(mine: WorkerCache | undefined, error: unknown): WorkerLease {
+  private startFromCache(
+    mine: WorkerCache | undefined,
+    error: unknown,
+    client: ZooKeeperClient | undefined,
+  ): WorkerLease {
     if (mine === undefined)
       throw new FrondError(
         'WORKER_ID_UNAVAILABLE',
@@ -154,7 +163,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       error: describeError(error),
     });
     // Reports resume once ZooKeeper answers again.
-    this.client = ZooKeeperClient.open(this.clientOptions());
+    this.client = client ?? ZooKeeperClient.open(this.clientOptions());
     this.scheduleReport();
     return { workerId: mine.workerId, lastTimestamp: mine.lastTimestamp };
   }
@@ -167,10 +176,13 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     let children = listed.children;
     let own = lowestOf(children, this.identity);
     const existed = own !== undefined;
+    // ZooKeeper numbers a child from the parent's cversion (children created and deleted so far)
+    // and never reuses a number, so the next one is known before creating anything.
+    if (own === undefined && listed.stat.cversion > MAX_WORKER_ID)
+      throw this.exhausted(listed.stat.cversion, children.length);
+    // Before anything is written: a refused node leaves neither a node nor a misleading report.
+    if (this.options.maxClockSkewMs > 0) await this.compareClocks(client, children);
     if (own === undefined) {
-      // ZooKeeper numbers a child from the parent's cversion (children created and deleted so far)
-      // and never reuses a number, so the next one is known before creating anything.
-      if (listed.stat.cversion > MAX_WORKER_ID) throw this.exhausted(listed.stat.cversion, children.length);
       const path = await client.create(
         `${forever}/${this.identity}-`,
         leafNodeData(host, port, clock.now()),
@@ -195,29 +207,33 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     // A node created just now holds this start's own time, not a time an earlier run used.
     const reported = existed ? (leafNodeTimestamp((await client.getData(path)).data) ?? 0) : 0;
     // Report now, but never lower the stored time: a clock behind it must still be caught at the next start.
-    const sent = clock.now();
-    const written = Math.max(sent, reported);
-    const stat = await client.setData(path, leafNodeData(host, port, written));
-    const received = clock.now();
-    if (this.options.maxClockSkewMs > 0) {
-      const others = children
-        .map(parseForeverNode)
-        .filter((node) => node !== undefined && node.node !== own.node);
-      await this.compareClocks(
-        client,
-        { timestamp: (sent + received) / 2, mtime: statLong(stat.mtime) },
-        others,
-      );
-    }
+    const written = Math.max(clock.now(), reported);
+    await client.setData(path, leafNodeData(host, port, written));
     return { own, existed, reported, written };
   }
 
-  /** Refuses to start with a clock further than `maxClockSkewMs` from the other live nodes'. */
-  private async compareClocks(
-    client: ZooKeeperClient,
-    own: ClockReport,
-    others: (ForeverNode | undefined)[],
-  ): Promise<void> {
+  /**
+   * Refuses to start with a clock further than `maxClockSkewMs` from the other live nodes'. ZooKeeper's
+   * clock now is the mtime of a write to `/snowflake/{name}/clock` (a node of frond's own; Leaf reads
+   * only `forever`), with this node's clock taken halfway through that round trip.
+   */
+  private async compareClocks(client: ZooKeeperClient, children: string[]): Promise<void> {
+    const { clock } = this.options;
+    const others = children
+      .map(parseForeverNode)
+      .filter((node) => node !== undefined && node.identity !== this.identity);
+    if (others.length === 0) return;
+    const sent = clock.now();
+    let stat: ZooKeeperStat;
+    try {
+      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
+    } catch (error) {
+      if (!(error instanceof ZooKeeperError) || error.zkCode !== 'NO_NODE') throw error;
+      await client.mkdirp(this.paths.clock);
+      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
+    }
+    const received = clock.now();
+    const own: ClockReport = { timestamp: (sent + received) / 2, mtime: statLong(stat.mtime) };
     const reports = await Promise.all(
       others.map(async (node) => {
         if (node === undefined) return undefined;

@@ -1,13 +1,16 @@
 /**
  * Leaf's layout, `/snowflake/{name}/forever/{ip:port}-{10-digit sequence}`, and frond's lease mode
  * beside it, `/snowflake/{name}/lease/claims/{workerId}` (ephemeral) and
- * `/snowflake/{name}/lease/workers/{workerId}` (persistent, the last recorded timestamp). Leaf reads
- * only `forever`, so both can share a name; frond keeps them from handing out the same worker ID.
+ * `/snowflake/{name}/lease/workers/{workerId}` (persistent, the last recorded timestamp), and
+ * `/snowflake/{name}/clock` to read ZooKeeper's clock. Leaf reads only `forever`, so all can share
+ * a name; frond keeps Leaf and lease mode from handing out the same worker ID.
  */
 export function zookeeperPaths(name: string) {
   const root = `/snowflake/${name}`;
   return {
     forever: `${root}/forever`,
+    /** Written at a node's start to read ZooKeeper's clock (its mtime) for the clock comparison. */
+    clock: `${root}/clock`,
     claims: `${root}/lease/claims`,
     workers: `${root}/lease/workers`,
   };

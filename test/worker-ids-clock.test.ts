@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
+import { ZOOKEEPER_CACHE_FILE } from '../src/workers/zookeeper/leaf-worker-id-source.js';
+import { randomName, ZOOKEEPER, zookeeperUp } from './support/coordinators.js';
+import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { serviceMissing } from './support/service-gate.js';
+import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './support/snowflake-traffic.js';
+
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A wall clock set off by what `offset` says ("-2s", "-1h", "+0"), for frond only (libfaketime,
+ * reference/services.md §3.2). Monotonic time is left alone, so timers keep working.
+ */
+function fakeClock(t: TestContext, offset: string): NodeJS.ProcessEnv | undefined {
+  if (!existsSync(LIBFAKETIME)) {
+    serviceMissing(t, 'libfaketime', `${LIBFAKETIME} is missing; run scripts/services.sh`);
+    return undefined;
+  }
+  const file = join(tempDir('frond-faketime-'), 'faketime.rc');
+  writeFileSync(file, `${offset}\n`);
+  return {
+    LD_PRELOAD: LIBFAKETIME,
+    FAKETIME_TIMESTAMP_FILE: file,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  };
+}
+
+function leafArgs(name: string, port: number, dataDir: string): string[] {
+  return [
+    '--port',
+    '0',
+    '--no-segment',
+    '--zk',
+    ZOOKEEPER,
+    '--name',
+    name,
+    '--advertise',
+    `127.0.0.1:${port}`,
+    '--data-dir',
+    dataDir,
+  ];
+}
+
+describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => {
+  it('waits past every ID issued before a SIGKILL when restarted 2 s back, and refuses to start 1 h back', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const back2s = fakeClock(t, '-2s');
+    const back1h = fakeClock(t, '-1h');
+    if (back2s === undefined || back1h === undefined) return;
+    const name = randomName();
+    const dataDir = tempDir();
+    const nodes: FrondProcess[] = [];
+    t.after(() => Promise.all(nodes.map((node) => node.stop('SIGKILL'))));
+
+    const first = await startFrond(leafArgs(name, 7400, dataDir));
+    nodes.push(first);
+    const load = traffic(first);
+    await sleep(500);
+    await first.stop('SIGKILL');
+    await load.stop();
+    const before = load.ids;
+    const lastBefore = Math.max(...before.map((id) => decomposeSnowflake(id).timestamp));
+
+    // 2 s back, right after the crash: behind the time recorded ahead of every ID (up to 2 s past
+    // the last one), which the start waits out; then every ID is above every earlier one.
+    const startedAt = Date.now();
+    const second = await startFrond(leafArgs(name, 7400, dataDir), { env: back2s });
+    nodes.push(second);
+    const startMs = Date.now() - startedAt;
+    assert.equal(workerIdOf(second), workerIdOf(first));
+    const waited = second.logs.find((line) => line.includes('snowflake.clock_behind_at_start'));
+    assert.ok(waited, 'the start waited for the clock');
+    const behindMs = (JSON.parse(waited) as { behindMs: number }).behindMs;
+    const after = await takeIds(second, 200);
+    assert.ok(minOf(after) > maxOf(before), 'no ID at or below one handed out before');
+    assert.ok(decomposeSnowflake(minOf(after)).timestamp > lastBefore);
+    assertUnique([...before, ...after]);
+    assert.equal(await second.stop('SIGTERM'), 0);
+
+    // 1 h back: far beyond --clock-startup-wait-ms (5 s): refused, one line, exit code 1.
+    const refused = await runFrond(['serve', ...leafArgs(name, 7400, dataDir)], { env: back1h });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^frond: the clock is \d+ ms behind .*fix the clock or start later\n$/);
+
+    // Without the cache file, the time the identity last reported into ZooKeeper still refuses it.
+    rmSync(join(dataDir, ZOOKEEPER_CACHE_FILE));
+    const noCache = await runFrond(['serve', ...leafArgs(name, 7400, dataDir)], { env: back1h });
+    assert.equal(noCache.code, 1);
+    assert.match(noCache.stderr, /^frond: the clock is \d+ ms behind/);
+    t.diagnostic(
+      `restart 2 s back after SIGKILL: ${before.length} IDs before, the start waited ${behindMs} ms (ready in ${startMs} ms), first ID above all; 1 h back: refused (${refused.stderr.trim()})`,
+    );
+  });
+
+  it('refuses a node whose clock is further from the live nodes than --clock-max-skew-ms, and measures the skew of one within it', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const back10s = fakeClock(t, '-10s');
+    const back2s = fakeClock(t, '-2s');
+    if (back10s === undefined || back2s === undefined) return;
+    const name = randomName();
+    const live = await startFrond(leafArgs(name, 7500, tempDir()));
+    t.after(() => live.stop('SIGKILL'));
+
+    const refused = await runFrond(['serve', ...leafArgs(name, 7501, tempDir())], { env: back10s });
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr,
+      /^frond: the clock is \d+ ms behind the median of 1 live node\(s\) .*--clock-max-skew-ms 5000.*\n$/,
+    );
+    const skewRefused = Number(/the clock is (\d+) ms/.exec(refused.stderr)?.[1]);
+    assert.ok(Math.abs(skewRefused - 10_000) < 1000, `measured ${skewRefused} ms for a 10 s offset`);
+
+    const within = await startFrond(leafArgs(name, 7502, tempDir()), { env: back2s });
+    t.after(() => within.stop('SIGKILL'));
+    const compared = within.logs.find((line) => line.includes('worker.clock_compared'));
+    assert.ok(compared);
+    const { skewMs } = JSON.parse(compared) as { skewMs: number };
+    assert.ok(Math.abs(skewMs + 2000) < 500, `measured ${skewMs} ms for a -2 s offset`);
+    assert.notEqual(workerIdOf(within), workerIdOf(live));
+    assertUnique([...(await takeIds(live, 200)), ...(await takeIds(within, 200))]);
+    t.diagnostic(
+      `clock compared with live nodes: -10 s measured as ${skewRefused} ms (refused), -2 s as ${skewMs} ms`,
+    );
+  });
+});
