@@ -83,7 +83,8 @@ export function serveConfig(parsed: ParsedCommand, now = Date.now()): ServeConfi
         : assertWorkerId(integerOption(parsed, 'worker-id', 0, 0, MAX_WORKER_ID)),
     segment,
     snowflake,
-    coordinator: coordinatorOf(parsed),
+    // Without snowflake mode the worker-ID flags mean nothing (a leaf.properties may still name ZooKeeper).
+    coordinator: snowflake ? coordinatorOf(parsed) : undefined,
     epoch: integerOption(parsed, 'epoch', LEAF_EPOCH, 0, now),
     randomSequence: !booleanOption(parsed, 'no-random-sequence'),
     segmentWaitMs: integerOption(parsed, 'segment-wait-ms', 3_000, 1, 10 * 60_000),
