@@ -42,10 +42,13 @@ async function load(node: FrondProcess, tag: string, ms: number) {
   return { segment, snowflake };
 }
 
-function pidsOfWorkers(node: FrondProcess): number[] {
-  return node.logs
-    .filter((line) => line.includes('"worker.listening"'))
-    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+/** The primary's `listening` line: it comes once every worker listens. */
+function listeningOf(node: FrondProcess) {
+  return JSON.parse(node.logs.find((line) => line.includes('"event":"listening"')) as string) as {
+    workers: number;
+    workerPids: number[];
+    snowflakeWorkerIds: number[];
+  };
 }
 
 describe('frond serve --workers', () => {
@@ -55,15 +58,10 @@ describe('frond serve --workers', () => {
     assert.equal(added.code, 0, added.stderr);
     const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--workers', '2']);
     try {
-      const listening = JSON.parse(
-        node.logs.find((line) => line.includes('"event":"listening"')) as string,
-      ) as {
-        workers: number;
-        snowflakeWorkerIds: number[];
-      };
+      const listening = listeningOf(node);
       assert.equal(listening.workers, 2);
       assert.equal(new Set(listening.snowflakeWorkerIds).size, 2);
-      assert.equal(pidsOfWorkers(node).length, 2);
+      assert.equal(new Set(listening.workerPids).size, 2);
 
       const { segment, snowflake } = await load(node, 'orders', 1500);
       assert.ok(segment.length > 500, `only ${segment.length} segment IDs`);
@@ -80,7 +78,8 @@ describe('frond serve --workers', () => {
       );
       assert.deepEqual([...loadedBy].sort(), [0, 1]);
     } finally {
-      assert.equal(await node.stop('SIGTERM'), 0);
+      const code = await node.stop('SIGTERM');
+      assert.equal(code, 0, [...node.logs, ...node.stderr].join('\n'));
     }
     // Each worker kept its own lock and worker file under the node's data dir; all locks are released.
     for (const dir of [dataDir, join(dataDir, 'worker-0'), join(dataDir, 'worker-1')]) {
@@ -116,7 +115,7 @@ describe('frond serve --workers', () => {
         `worker IDs ${[...seen]}`,
       );
 
-      const [victim] = pidsOfWorkers(node);
+      const [victim] = listeningOf(node).workerPids;
       process.kill(victim as number, 'SIGKILL');
       killed = true;
       await new Promise((resolve) => setTimeout(resolve, 300));

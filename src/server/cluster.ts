@@ -184,6 +184,7 @@ function supervise(config: ServeConfig, count: number, workerIds: number[], logg
         logger.log('info', 'listening', {
           url,
           workers: count,
+          workerPids: [...workers.keys()].map((worker) => worker.process.pid),
           snowflakeWorkerIds: config.snowflake ? workerIds : 'off',
         });
       }
