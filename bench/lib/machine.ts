@@ -26,7 +26,9 @@ export function describeMachine(): Machine {
 function gitCommit(): string {
   try {
     const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bench'], { encoding: 'utf8' });
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bench', ':!bench/RESULTS.md'], {
+      encoding: 'utf8',
+    });
     return dirty.trim() === '' ? sha : `${sha} (with uncommitted changes)`;
   } catch {
     return 'unknown';
