@@ -53,7 +53,7 @@ export function describeWorkerIdSource(
     });
 
     it('gives a restarted node the same worker ID and the last timestamp it recorded', {
-      skip: traits.kind !== 'identity',
+      skip: traits.kind !== 'identity' && 'a lease source gives a restarted node any free worker ID',
     }, async (t) => {
       const identity = newIdentity();
       const first = await open(t, identity);
@@ -72,7 +72,9 @@ export function describeWorkerIdSource(
       await third.release(recorded - 1000);
     });
 
-    it('gives 8 nodes starting at once 8 different worker IDs', { skip: !traits.distinct }, async (t) => {
+    it('gives 8 nodes starting at once 8 different worker IDs', {
+      skip: !traits.distinct && 'this source draws worker IDs at random, without a coordinator',
+    }, async (t) => {
       const sources = await Promise.all(Array.from({ length: 8 }, () => open(t, newIdentity())));
       if (sources.some((source) => source === undefined)) return;
       const leases = await Promise.all(sources.map((source) => (source as WorkerIdSource).acquire()));
@@ -83,7 +85,7 @@ export function describeWorkerIdSource(
 
     const lease = traits.lease;
     it('hands a released worker ID to the next node with the last timestamp its holder released', {
-      skip: lease === undefined,
+      skip: lease === undefined && 'not a lease source',
     }, async (t) => {
       const first = await open(t, newIdentity());
       if (first === undefined || lease === undefined) return;
@@ -103,7 +105,7 @@ export function describeWorkerIdSource(
     });
 
     it('stops holding a worker ID whose claim is gone, and claims again above its own record', {
-      skip: lease === undefined,
+      skip: lease === undefined && 'not a lease source',
     }, async (t) => {
       const source = await open(t, newIdentity());
       if (source === undefined || lease === undefined) return;
