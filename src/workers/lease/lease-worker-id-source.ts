@@ -145,6 +145,14 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
     if (session === undefined) return;
     try {
       if (!this.lost) await this.bounded(session.release(lastTimestamp), this.options.timeoutMs, 'release');
+    } catch (error) {
+      // Not a failed shutdown: the claim expires with the session, and the record stays at the time
+      // recorded ahead, which is only more cautious for the next holder.
+      this.options.logger.log('warn', 'worker.release_failed', {
+        source: this.description,
+        workerId: this.workerId,
+        error: describeError(error),
+      });
     } finally {
       await within(this.options.clock, session.close(), this.options.timeoutMs);
     }
