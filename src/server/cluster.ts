@@ -132,9 +132,22 @@ export async function runWorker(
  * Resolves with the exit code.
  */
 export async function runPrimary(config: ServeConfig, count: number, logger: Logger): Promise<number> {
+  const coordinator = config.snowflake ? config.coordinator : undefined;
+  if (coordinator !== undefined && !coordinator.lease) {
+    // Leaf's layout keys a worker ID by ip:port, and the workers share both: they would all get one
+    // worker ID, and hand out the same IDs. A lease is claimed per process, whatever its identity.
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--workers ${count} with --zk needs --worker-lease: Leaf's ZooKeeper layout gives one worker ID per ip:port, and the workers share the port`,
+    );
+  }
   const unlock = lockDataDir(config.dataDir);
   try {
-    const workerIds = config.snowflake ? planWorkerIds(config.dataDir, config.workerId, count) : [];
+    // With a coordinator, each worker claims its own worker ID from it.
+    const workerIds =
+      config.snowflake && coordinator === undefined
+        ? planWorkerIds(config.dataDir, config.workerId, count)
+        : [];
     return await supervise(config, count, workerIds, logger);
   } finally {
     unlock();
@@ -185,7 +198,11 @@ function supervise(config: ServeConfig, count: number, workerIds: number[], logg
           url,
           workers: count,
           workerPids: [...workers.keys()].map((worker) => worker.process.pid),
-          snowflakeWorkerIds: config.snowflake ? workerIds : 'off',
+          snowflakeWorkerIds: !config.snowflake
+            ? 'off'
+            : config.coordinator
+              ? 'from the coordinator'
+              : workerIds,
         });
       }
     });
