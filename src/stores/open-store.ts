@@ -3,6 +3,7 @@ import type { Logger } from '../core/logger.js';
 import type { SegmentStore } from '../core/segment-store.js';
 import { MYSQL_DDL, MysqlSegmentStore } from './mysql/mysql-segment-store.js';
 import { POSTGRES_DDL, PostgresSegmentStore } from './postgres/postgres-segment-store.js';
+import type { ServerStoreConfig } from './server-store.js';
 import { SQLITE_DDL, SqliteSegmentStore } from './sqlite/sqlite-segment-store.js';
 
 export const STORE_SPECS = 'sqlite:PATH, postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB';
@@ -55,17 +56,6 @@ export function openStore(spec: string, options: OpenStoreOptions = {}): Initial
   return dialect === 'postgres'
     ? new PostgresSegmentStore({ ...server, ...logger })
     : new MysqlSegmentStore({ ...server, ...logger });
-}
-
-export interface ServerStoreConfig {
-  host: string;
-  port: number;
-  user: string | undefined;
-  password: string | undefined;
-  database: string;
-  poolSize: number;
-  connectTimeoutMs: number;
-  queryTimeoutMs: number;
 }
 
 /** Query parameters a database URL may carry, with their defaults and bounds. */

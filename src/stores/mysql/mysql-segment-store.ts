@@ -1,7 +1,8 @@
 import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
-import { type Logger, silentLogger } from '../../core/logger.js';
+import { silentLogger } from '../../core/logger.js';
 import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+import { COLUMNS, type RawRow, type ServerStoreOptions, type TableCheck, toTagRow } from '../server-store.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -12,35 +13,6 @@ export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
   \`update_time\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`;
-
-/** What `init` found: a table it created, or one that was there (and was left as it was). */
-type TableCheck = 'created' | 'exists';
-
-export interface MysqlStoreOptions {
-  host: string;
-  port: number;
-  user: string | undefined;
-  password: string | undefined;
-  database: string;
-  /** Connections per node. Loads are single-flight per tag, so a few serve many tags. */
-  poolSize: number;
-  /** Bounds both a new connection and the wait for a free one. */
-  connectTimeoutMs: number;
-  /** Bounds one operation; a connection that overruns it is closed, so its transaction rolls back. */
-  queryTimeoutMs: number;
-  logger?: Logger;
-}
-
-interface RawRow {
-  biz_tag: string;
-  /** BIGINT arrives as text (bigNumberStrings), so values above 2^53 stay exact. */
-  max_id: string;
-  step: number;
-  description: string | null;
-  update_time: Date | null;
-}
-
-const COLUMNS = 'biz_tag, max_id, step, description, update_time';
 
 /**
  * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
@@ -72,7 +44,7 @@ export class MysqlSegmentStore implements SegmentStore {
   private readonly sessionSql: string;
   private tableReady: Promise<void> | undefined;
 
-  constructor(options: MysqlStoreOptions) {
+  constructor(options: ServerStoreOptions) {
     const logger = options.logger ?? silentLogger;
     this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
     this.connectTimeoutMs = options.connectTimeoutMs;
@@ -248,16 +220,6 @@ export class MysqlSegmentStore implements SegmentStore {
     await this.run(MYSQL_DDL);
     return 'created';
   }
-}
-
-function toTagRow(row: RawRow): TagRow {
-  return {
-    tag: row.biz_tag,
-    maxId: BigInt(row.max_id),
-    step: Number(row.step),
-    description: row.description,
-    updateTime: row.update_time,
-  };
 }
 
 function errorCode(error: unknown): string | undefined {

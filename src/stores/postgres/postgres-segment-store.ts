@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
-import { type Logger, silentLogger } from '../../core/logger.js';
+import { silentLogger } from '../../core/logger.js';
 import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+import { COLUMNS, type RawRow, type ServerStoreOptions, type TableCheck, toTagRow } from '../server-store.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -16,35 +17,6 @@ export const POSTGRES_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
   update_time TIMESTAMPTZ  NOT NULL DEFAULT CURRENT_TIMESTAMP,
   PRIMARY KEY (biz_tag)
 )`;
-
-/** What `init` found: a table it created, or one that was there (and was left as it was). */
-export type TableCheck = 'created' | 'exists';
-
-export interface PostgresStoreOptions {
-  host: string;
-  port: number;
-  user: string | undefined;
-  password: string | undefined;
-  database: string;
-  /** Connections per node. Loads are single-flight per tag, so a few serve many tags. */
-  poolSize: number;
-  /** Bounds both a new connection and the wait for a free one. */
-  connectTimeoutMs: number;
-  /** Bounds one statement, on the server (statement_timeout) and in the client (a dead network). */
-  queryTimeoutMs: number;
-  logger?: Logger;
-}
-
-interface RawRow {
-  biz_tag: string;
-  /** int8 arrives as text, so values above 2^53 stay exact. */
-  max_id: string;
-  step: number;
-  description: string | null;
-  update_time: Date | null;
-}
-
-const COLUMNS = 'biz_tag, max_id, step, description, update_time';
 
 // Named statements are parsed once per connection.
 const ADVANCE_BY_TABLE_STEP = {
@@ -67,7 +39,7 @@ export class PostgresSegmentStore implements SegmentStore {
   private readonly pool: pg.Pool;
   private tableReady: Promise<void> | undefined;
 
-  constructor(options: PostgresStoreOptions) {
+  constructor(options: ServerStoreOptions) {
     const logger = options.logger ?? silentLogger;
     this.description = `postgres://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
     this.pool = new pg.Pool({
@@ -205,16 +177,6 @@ export class PostgresSegmentStore implements SegmentStore {
     await this.pool.query(probe);
     return 'created';
   }
-}
-
-function toTagRow(row: RawRow): TagRow {
-  return {
-    tag: row.biz_tag,
-    maxId: BigInt(row.max_id),
-    step: row.step,
-    description: row.description,
-    updateTime: row.update_time,
-  };
 }
 
 /** The SQLSTATE of a PostgreSQL error (`42P01`: no such table). */

@@ -1,0 +1,45 @@
+import type { Logger } from '../core/logger.js';
+import type { TagRow } from '../core/segment-store.js';
+
+/** A database server's store, as a `postgres://` or `mysql://` URL describes it. */
+export interface ServerStoreConfig {
+  host: string;
+  port: number;
+  user: string | undefined;
+  password: string | undefined;
+  database: string;
+  /** Connections per node. Loads are single-flight per tag, so a few serve many tags. */
+  poolSize: number;
+  /** Bounds both a new connection and the wait for a free one. */
+  connectTimeoutMs: number;
+  /** Bounds one statement, on the server and in the client (a network that went silent). */
+  queryTimeoutMs: number;
+}
+
+export interface ServerStoreOptions extends ServerStoreConfig {
+  logger?: Logger;
+}
+
+/** What `init` found: a table it created, or one that was there (and was left as it was). */
+export type TableCheck = 'created' | 'exists';
+
+/** A `leaf_alloc` row as both drivers return it: BIGINT as text, so values above 2^53 stay exact. */
+export interface RawRow {
+  biz_tag: string;
+  max_id: string;
+  step: number;
+  description: string | null;
+  update_time: Date | null;
+}
+
+export const COLUMNS = 'biz_tag, max_id, step, description, update_time';
+
+export function toTagRow(row: RawRow): TagRow {
+  return {
+    tag: row.biz_tag,
+    maxId: BigInt(row.max_id),
+    step: Number(row.step),
+    description: row.description,
+    updateTime: row.update_time,
+  };
+}
