@@ -33,6 +33,8 @@ export function startFrondServer(name: string, args: string[]): Promise<ChildSer
  */
 export function startChildServer(name: string, nodeArgs: string[], timeoutMs = 30_000): Promise<ChildServer> {
   const child = spawn(process.execPath, nodeArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const output: string[] = [];
   const events = new Map<string, number>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -66,6 +68,12 @@ export function startChildServer(name: string, nodeArgs: string[], timeoutMs = 3
     });
   });
 }
+
+/** Servers still running: a benchmark that fails half-way must not leave them behind. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 /** Keeps the last 200 lines: a long run must not grow the bench's memory with logs. */
 function keep(lines: string[], line: string): void {
