@@ -18,6 +18,7 @@ usage:
               [--zk HOST:PORT[,…] --name NAME [--advertise HOST:PORT | --advertise-port P]]
               [--etcd http://HOST:PORT[,…] --name NAME] [--worker-lease] [--worker-lease-ttl-ms 6000]
               [--coordinator-timeout-ms 3000] [--clock-max-skew-ms 5000]
+              [--workers N]
   frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
   frond tag list [--json] [--store S] [--data-dir D]
   frond tag set-step TAG N [--store S] [--data-dir D]
