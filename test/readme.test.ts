@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { SERVE_OPTIONS } from '../src/cli/serve.js';
 import { ERROR_CODES, type FrondErrorCode } from '../src/core/errors.js';
 import { HTTP_STATUS } from '../src/server/http-status.js';
 
@@ -12,6 +13,12 @@ describe('README', () => {
       const row = new RegExp(`^\\| \`${code}\`\\s*\\| (\\d{3})\\s*\\|`, 'm').exec(readme);
       assert.ok(row, `README has no row for error code ${code}`);
       assert.equal(Number(row[1]), HTTP_STATUS[code], `README gives ${code} the wrong status`);
+    }
+  });
+
+  it('documents every flag of frond serve in its configuration table', () => {
+    for (const flag of Object.keys(SERVE_OPTIONS)) {
+      assert.match(readme, new RegExp(`^\\| [^|]*\`--${flag}\``, 'm'), `README's table lacks --${flag}`);
     }
   });
 
