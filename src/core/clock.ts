@@ -43,3 +43,30 @@ export function within<T>(clock: Clock, promise: Promise<T>, ms: number): Promis
     );
   });
 }
+
+/**
+ * Sleeps that can all be cut short at once, so that an owner that closes leaves no timer behind
+ * and no caller waiting out a sleep that no longer matters.
+ */
+export class Sleeps {
+  private readonly pending = new Set<() => void>();
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Resolves after `ms`, or at once when `wakeAll` is called. */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const stop = () => {
+        cancel();
+        this.pending.delete(stop);
+        resolve();
+      };
+      const cancel = this.clock.schedule(stop, ms);
+      this.pending.add(stop);
+    });
+  }
+
+  wakeAll(): void {
+    for (const stop of this.pending) stop();
+  }
+}

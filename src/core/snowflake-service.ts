@@ -1,4 +1,4 @@
-import { type Clock, sleep } from './clock.js';
+import { type Clock, Sleeps, sleep } from './clock.js';
 import { ClockMovedBackwardsError, describeError, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { SnowflakeGenerator } from './snowflake-generator.js';
@@ -51,7 +51,8 @@ export class SnowflakeService {
   private stale = false;
   /** Counts regained leases, so that an older adoption still waiting gives way to a newer one. */
   private generation = 0;
-  private readonly waits = new Set<() => void>();
+  /** Sleeps that closing cuts short, so a closed node leaves no timer behind. */
+  private readonly sleeps: Sleeps;
   backwardsEvents = 0;
   /** IDs handed out since start. */
   issued = 0;
@@ -63,7 +64,9 @@ export class SnowflakeService {
     private readonly logger: Logger,
     private readonly options: SnowflakeOptions,
     private readonly random: () => number,
-  ) {}
+  ) {
+    this.sleeps = new Sleeps(clock);
+  }
 
   static async start(
     source: WorkerIdSource,
@@ -190,7 +193,7 @@ export class SnowflakeService {
     if (this.closed) return;
     this.closed = true;
     this.cancelTimer?.();
-    for (const stop of this.waits) stop();
+    this.sleeps.wakeAll();
     await this.recording?.catch(() => {});
     await this.source.release(this.generator.lastTimestamp);
   }
@@ -262,7 +265,7 @@ export class SnowflakeService {
           warned = true;
         }
         // At most a second at a time, so that a clock that jumps meanwhile is read again.
-        await this.wait(Math.min(floor - now + 1, 1_000));
+        await this.sleeps.sleep(Math.min(floor - now + 1, 1_000));
         continue;
       }
       const through = now + this.options.recordAheadMs;
@@ -270,7 +273,7 @@ export class SnowflakeService {
         await this.source.record(through);
       } catch (error) {
         this.logger.log('error', 'snowflake.record_failed', { workerId, error: describeError(error) });
-        await this.wait(this.options.recordEveryMs);
+        await this.sleeps.sleep(this.options.recordEveryMs);
         continue;
       }
       if (!current()) return;
@@ -291,19 +294,6 @@ export class SnowflakeService {
       });
       return;
     }
-  }
-
-  /** A sleep that `close()` cuts short, so a closed node leaves no timer behind. */
-  private wait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const stop = () => {
-        cancel();
-        this.waits.delete(stop);
-        resolve();
-      };
-      const cancel = this.clock.schedule(stop, ms);
-      this.waits.add(stop);
-    });
   }
 
   private record(): Promise<void> {

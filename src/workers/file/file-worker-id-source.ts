@@ -1,8 +1,9 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
+import { writeJsonAtomically } from '../json-file.js';
 
 export const WORKER_FILE = 'snowflake-worker.json';
 
@@ -87,17 +88,8 @@ export class FileWorkerIdSource implements WorkerIdSource {
     return file as WorkerFile;
   }
 
-  /** Writes a temporary file, syncs it, and renames it over the old one: a crash leaves one or the other. */
-  private async write(lastTimestamp: number): Promise<void> {
+  private write(lastTimestamp: number): Promise<void> {
     const body: WorkerFile = { workerId: this.workerId, lastTimestamp };
-    const temporary = `${this.path}.tmp`;
-    const handle = await open(temporary, 'w');
-    try {
-      await handle.writeFile(`${JSON.stringify(body)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, this.path);
+    return writeJsonAtomically(this.path, body);
   }
 }

@@ -1,4 +1,4 @@
-import { type Clock, within } from '../../core/clock.js';
+import { type Clock, Sleeps, within } from '../../core/clock.js';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
@@ -83,13 +83,15 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
   private closed = false;
   private cancelBeat: (() => void) | undefined;
   private readonly listeners: ((lease: WorkerLease) => void)[] = [];
-  private readonly waits = new Set<() => void>();
+  /** Sleeps that closing cuts short, so a closed node leaves no timer behind. */
+  private readonly sleeps: Sleeps;
 
   constructor(
     private readonly backend: LeaseBackend,
     private readonly options: LeaseSourceOptions,
   ) {
     this.description = backend.description;
+    this.sleeps = new Sleeps(options.clock);
   }
 
   async acquire(): Promise<WorkerLease> {
@@ -110,7 +112,7 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
             error: describeError(error),
             waitMs: this.options.acquireWaitMs,
           });
-        await this.wait(this.options.retryMs);
+        await this.sleeps.sleep(this.options.retryMs);
         if (this.closed) throw error;
       }
     }
@@ -139,7 +141,7 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
   async release(lastTimestamp: number): Promise<void> {
     this.closed = true;
     this.cancelBeat?.();
-    for (const stop of this.waits) stop();
+    this.sleeps.wakeAll();
     const session = this.session;
     this.session = undefined;
     if (session === undefined) return;
@@ -247,7 +249,7 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
           attempt,
           error: describeError(error),
         });
-        await this.wait(this.options.retryMs);
+        await this.sleeps.sleep(this.options.retryMs);
       }
     }
   }
@@ -265,18 +267,5 @@ export class LeaseWorkerIdSource implements WorkerIdSource {
       throw new FrondError('WORKER_ID_UNAVAILABLE', `${this.description}: ${what} timed out after ${ms} ms`);
     }
     return result.value;
-  }
-
-  /** A sleep that `release` cuts short. */
-  private wait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const stop = () => {
-        cancel();
-        this.waits.delete(stop);
-        resolve();
-      };
-      const cancel = this.options.clock.schedule(stop, ms);
-      this.waits.add(stop);
-    });
   }
 }

@@ -1,6 +1,6 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { FrondError } from '../../core/errors.js';
+import { writeJsonAtomically } from '../json-file.js';
 
 /**
  * Leaf keeps `workerID=<n>` in a temp-dir file so a node can start while ZooKeeper is down, but no
@@ -52,17 +52,7 @@ export class WorkerCacheFile {
     return parsed as WorkerCache;
   }
 
-  /** Writes a temporary file, syncs it, and renames it over the old one: a crash leaves one or the other. */
-  async write(cache: WorkerCache): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true });
-    const temporary = `${this.path}.tmp`;
-    const handle = await open(temporary, 'w');
-    try {
-      await handle.writeFile(`${JSON.stringify(cache)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, this.path);
+  write(cache: WorkerCache): Promise<void> {
+    return writeJsonAtomically(this.path, cache);
   }
 }
