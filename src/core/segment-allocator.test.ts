@@ -72,6 +72,38 @@ describe('SegmentAllocator', () => {
     assert.equal(clock.pendingTimers, 0, 'close stops the refresh timer');
   });
 
+  it('logs the moment the store is lost and the moment it is back, once each', async () => {
+    const events: string[] = [];
+    const store = new MemoryStore();
+    await store.addTag({ tag: 'a', step: 10, start: 1n });
+    const clock = new ManualClock();
+    const allocator = new SegmentAllocator(
+      store,
+      clock,
+      { log: (_level, event) => events.push(event) },
+      {
+        ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+        retryDelayMs: 0,
+      },
+    );
+    await allocator.start();
+    const listTags = store.listTags.bind(store);
+    store.listTags = async () => {
+      throw new Error('connection refused');
+    };
+    await allocator.refresh();
+    await allocator.refresh();
+    assert.equal(allocator.storeReachable, false);
+    store.listTags = listTags;
+    await allocator.refresh();
+    assert.equal(allocator.storeReachable, true);
+    assert.deepEqual(
+      events.filter((e) => e.startsWith('store.')),
+      ['store.lost', 'store.back'],
+    );
+    allocator.close();
+  });
+
   it('keeps one buffer for concurrent first requests of a tag: one load, distinct IDs', async () => {
     const { store, allocator } = setup();
     // A step of 1000, so 50 IDs stay under the 10% mark and no preload starts.

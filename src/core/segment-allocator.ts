@@ -37,7 +37,7 @@ export class SegmentAllocator {
   private cancelRefresh: (() => void) | undefined;
   private closed = false;
   /** Whether the last call to the store (a tag-list read or a segment load) worked. */
-  storeReachable = false;
+  private reachable: boolean | undefined;
   /** The store as the buffers see it: every advance also tells whether the store answered. */
   private readonly tracked: SegmentStore;
 
@@ -52,10 +52,10 @@ export class SegmentAllocator {
       advance: async (tag, step) => {
         try {
           const allocation = await store.advance(tag, step);
-          this.storeReachable = true;
+          this.markReachable(true);
           return allocation;
         } catch (error) {
-          this.storeReachable = false;
+          this.markReachable(false, error);
           throw error;
         }
       },
@@ -105,9 +105,9 @@ export class SegmentAllocator {
     let tags: string[];
     try {
       tags = await this.store.listTags();
-      this.storeReachable = true;
+      this.markReachable(true);
     } catch (error) {
-      this.storeReachable = false;
+      this.markReachable(false, error);
       this.logger.log('warn', 'segment.refresh_failed', { error: describeError(error) });
       return;
     }
@@ -123,6 +123,21 @@ export class SegmentAllocator {
         this.logger.log('info', 'segment.tag_dropped', { tag });
       }
     }
+  }
+
+  get storeReachable(): boolean {
+    return this.reachable === true;
+  }
+
+  /** Logs the moments the database is lost and comes back, once each, not every failed call. */
+  private markReachable(reachable: boolean, error?: unknown): void {
+    if (reachable === this.reachable) return;
+    const before = this.reachable;
+    this.reachable = reachable;
+    if (reachable && before === false)
+      this.logger.log('info', 'store.back', { store: this.store.description });
+    if (!reachable)
+      this.logger.log('warn', 'store.lost', { store: this.store.description, error: describeError(error) });
   }
 
   close(): void {
