@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { tempDir } from './support/frond-process.js';
+import { type CommandResult, runNode, tempDir } from './support/frond-process.js';
 
 const RUN = new URL('../bench/run.ts', import.meta.url).pathname;
 
@@ -16,28 +15,8 @@ interface Figures {
 }
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
-function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`bench --quick did not finish in 100 s:\n${stderr}`));
-    }, 100_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function runBench(args: string[]): Promise<CommandResult> {
+  return runNode(['--import', 'tsx', RUN, ...args], { timeoutMs: 100_000 });
 }
 
 // Speed is never asserted here: CI machines differ and share their cores. What must hold anywhere is

@@ -88,8 +88,16 @@ export function runFrond(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<CommandResult> {
+  return runNode([FROND_BIN, ...args], { timeoutMs: 20_000, ...options });
+}
+
+/** Runs `node ARGS` to its end; rejects, after killing it, if it outlives `timeoutMs`. */
+export function runNode(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FROND_BIN, ...args], {
+    const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
     });
@@ -103,8 +111,8 @@ export function runFrond(
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`frond ${args.join(' ')} did not finish in time`));
-    }, options.timeoutMs ?? 20_000);
+      reject(new Error(`node ${args.join(' ')} did not finish in ${options.timeoutMs} ms:\n${stderr}`));
+    }, options.timeoutMs);
     child.once('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
