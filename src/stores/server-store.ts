@@ -43,3 +43,22 @@ export function toTagRow(row: RawRow): TagRow {
     updateTime: row.update_time,
   };
 }
+
+/**
+ * Runs `task` on the first call and hands every later call the same promise; a failed run is
+ * forgotten, so the next call tries again (a database that was down at start is checked once it
+ * is back).
+ */
+export function onceUntilFailure(task: () => Promise<unknown>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => {
+    done ??= task().then(
+      () => undefined,
+      (error: unknown) => {
+        done = undefined;
+        throw error;
+      },
+    );
+    return done;
+  };
+}

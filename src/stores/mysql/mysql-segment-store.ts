@@ -2,7 +2,14 @@ import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
-import { COLUMNS, type RawRow, type ServerStoreOptions, type TableCheck, toTagRow } from '../server-store.js';
+import {
+  COLUMNS,
+  onceUntilFailure,
+  type RawRow,
+  type ServerStoreOptions,
+  type TableCheck,
+  toTagRow,
+} from '../server-store.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -42,7 +49,8 @@ export class MysqlSegmentStore implements SegmentStore {
   /** Core connections whose session settings are made (the pool hands out wrappers). */
   private readonly prepared = new WeakSet<object>();
   private readonly sessionSql: string;
-  private tableReady: Promise<void> | undefined;
+  /** The first query of a store checks the table, once; a failed check is tried again next time. */
+  private readonly ensureTable = onceUntilFailure(() => this.checkTable());
 
   constructor(options: ServerStoreOptions) {
     const logger = options.logger ?? silentLogger;
@@ -188,18 +196,6 @@ export class MysqlSegmentStore implements SegmentStore {
       if (healthy) connection.release();
       else connection.destroy();
     }
-  }
-
-  /** The first query of a store checks the table, once; a failed check is tried again next time. */
-  private ensureTable(): Promise<void> {
-    this.tableReady ??= this.checkTable().then(
-      () => undefined,
-      (error: unknown) => {
-        this.tableReady = undefined;
-        throw error;
-      },
-    );
-    return this.tableReady;
   }
 
   private async checkTable(): Promise<TableCheck> {

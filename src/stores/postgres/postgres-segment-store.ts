@@ -2,7 +2,14 @@ import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
-import { COLUMNS, type RawRow, type ServerStoreOptions, type TableCheck, toTagRow } from '../server-store.js';
+import {
+  COLUMNS,
+  onceUntilFailure,
+  type RawRow,
+  type ServerStoreOptions,
+  type TableCheck,
+  toTagRow,
+} from '../server-store.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -37,7 +44,8 @@ const ADVANCE_BY = {
 export class PostgresSegmentStore implements SegmentStore {
   readonly description: string;
   private readonly pool: pg.Pool;
-  private tableReady: Promise<void> | undefined;
+  /** The first query of a store checks the table, once; a failed check is tried again next time. */
+  private readonly ensureTable = onceUntilFailure(() => this.checkTable());
 
   constructor(options: ServerStoreOptions) {
     const logger = options.logger ?? silentLogger;
@@ -145,18 +153,6 @@ export class PostgresSegmentStore implements SegmentStore {
         cause: error,
       });
     }
-  }
-
-  /** The first query of a store checks the table, once; a failed check is tried again next time. */
-  private ensureTable(): Promise<void> {
-    this.tableReady ??= this.checkTable().then(
-      () => undefined,
-      (error: unknown) => {
-        this.tableReady = undefined;
-        throw error;
-      },
-    );
-    return this.tableReady;
   }
 
   private async checkTable(): Promise<TableCheck> {
