@@ -3,10 +3,6 @@ import { FrondError } from './errors.js';
 /** Leaf's biz_tag is varchar(128); frond also limits the characters so a tag is safe in a URL path. */
 export const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function isValidTag(tag: string): boolean {
-  return TAG_PATTERN.test(tag);
-}
-
 export function assertValidTag(tag: string): string {
   if (!TAG_PATTERN.test(tag)) {
     throw new FrondError(

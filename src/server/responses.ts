@@ -15,10 +15,7 @@ export function sendText(res: ServerResponse, body: string): void {
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  sendJsonText(res, status, JSON.stringify(body));
-}
-
-export function sendJsonText(res: ServerResponse, status: number, json: string): void {
+  const json = JSON.stringify(body);
   res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(json) });
   res.end(json);
 }
