@@ -64,10 +64,23 @@ export abstract class IdBuffer<Id, Batch> {
   protected abstract held(): number;
   protected abstract load(count: number, startedAt: number): Promise<Batch>;
   protected abstract countOf(batch: Batch): number;
+  /** Whether the current batch still has IDs to hand out. */
+  protected abstract hasCurrent(): boolean;
+  /** Makes `batch` the current one. */
+  protected abstract install(batch: Batch): void;
+  /** A batch that arrived while the current one still had IDs: the second half of the double buffer. */
+  protected nextBatch: Batch | undefined;
+
   /** Takes an arrived batch in: as the current one if that is used up, else as the next. */
-  protected abstract accept(batch: Batch): void;
+  protected accept(batch: Batch): void {
+    if (this.hasCurrent()) this.nextBatch = batch;
+    else this.install(batch);
+  }
+
   /** Whether a batch is already waiting behind the current one. */
-  protected abstract hasNext(): boolean;
+  protected hasNext(): boolean {
+    return this.nextBatch !== undefined;
+  }
   /** Drops every buffered ID (on close). */
   protected abstract clear(): void;
   /** The caller's rate times this is the wanted batch size. */

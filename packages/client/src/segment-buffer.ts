@@ -23,7 +23,6 @@ export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
   private runs: number[] = [];
   private runIndex = 0;
   private batchCount = 0;
-  private nextBatch: SegmentRuns | undefined;
 
   constructor(
     readonly tag: string,
@@ -73,16 +72,8 @@ export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     return batch.count;
   }
 
-  protected accept(batch: SegmentRuns): void {
-    if (this.value < this.end || this.runIndex < this.runs.length) {
-      this.nextBatch = batch;
-      return;
-    }
-    this.install(batch);
-  }
-
-  protected hasNext(): boolean {
-    return this.nextBatch !== undefined;
+  protected hasCurrent(): boolean {
+    return this.value < this.end || this.runIndex < this.runs.length;
   }
 
   protected clear(): void {
@@ -109,7 +100,7 @@ export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     return true;
   }
 
-  private install(batch: SegmentRuns): void {
+  protected install(batch: SegmentRuns): void {
     this.runs = batch.runs;
     this.runIndex = 0;
     this.batchCount = batch.count;

@@ -18,7 +18,6 @@ export class SnowflakeBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
   private ids: string[] = [];
   private index = 0;
   private expiresAt = 0;
-  private nextBatch: SnowflakeBatch | undefined;
 
   constructor(
     private readonly source: IdSource,
@@ -67,16 +66,8 @@ export class SnowflakeBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
     return batch.ids.length;
   }
 
-  protected accept(batch: SnowflakeBatch): void {
-    if (this.index < this.ids.length && this.options.now() < this.expiresAt) {
-      this.nextBatch = batch;
-      return;
-    }
-    this.install(batch);
-  }
-
-  protected hasNext(): boolean {
-    return this.nextBatch !== undefined;
+  protected hasCurrent(): boolean {
+    return this.index < this.ids.length && this.options.now() < this.expiresAt;
   }
 
   protected clear(): void {
@@ -94,7 +85,7 @@ export class SnowflakeBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
     return true;
   }
 
-  private install(batch: SnowflakeBatch): void {
+  protected install(batch: SnowflakeBatch): void {
     this.ids = batch.ids;
     this.index = 0;
     this.expiresAt = batch.fetchedAt + this.maxAgeMs;
