@@ -56,6 +56,27 @@ describe('SnowflakeService', () => {
     await service.close();
   });
 
+  it('sleeps again when a timer ends before the wall clock has passed the recorded timestamp', async () => {
+    // Start-up sleeps fire 1 ms early by the wall clock (monotonic timers, a slewed wall clock);
+    // timers set once the node runs (the record loop) never fire here.
+    let time = T0;
+    let startupSleeps = 0;
+    const clock = {
+      now: () => time,
+      schedule: (fn: () => void, ms: number) => {
+        if (++startupSleeps <= 10) {
+          time += Math.max(1, ms - 1);
+          queueMicrotask(fn);
+        }
+        return () => {};
+      },
+    };
+    const source = new MemoryWorkerSource(3, T0 + 1500);
+    const service = await SnowflakeService.start(source, clock, silentLogger, DEFAULT_SNOWFLAKE_OPTIONS);
+    assert.ok(decomposeSnowflake(service.tryNext()).timestamp > T0 + 1500);
+    assert.ok(startupSleeps >= 2, 'it slept more than once');
+  });
+
   it('refuses to start when the clock is further behind than the start-up wait', async () => {
     const clock = new ManualClock(T0);
     const source = new MemoryWorkerSource(3, T0 + 10_000);

@@ -117,13 +117,18 @@ export class SnowflakeService {
         );
       }
       logger.log('warn', 'snowflake.clock_behind_at_start', { workerId, behindMs: behind });
-      await sleep(clock, behind + 1);
-      now = clock.now();
-      if (now <= lease.lastTimestamp) {
-        throw new FrondError(
-          'CLOCK_MOVED_BACKWARDS',
-          `the clock did not pass ${lease.lastTimestamp} after waiting ${behind + 1} ms`,
-        );
+      // Timers run on the monotonic clock and the wall clock may be slewed, so one sleep of the gap
+      // can end a millisecond short: sleep the rest again, up to 1 s past the allowed wait.
+      const giveUpAt = now + options.startupWaitMs + 1_000;
+      while (now <= lease.lastTimestamp) {
+        if (now >= giveUpAt) {
+          throw new FrondError(
+            'CLOCK_MOVED_BACKWARDS',
+            `the clock did not pass ${lease.lastTimestamp} after waiting ${behind + 1} ms`,
+          );
+        }
+        await sleep(clock, lease.lastTimestamp - now + 1);
+        now = clock.now();
       }
     }
     const recordedThrough = now + options.recordAheadMs;
