@@ -52,7 +52,7 @@ export function describeWorkerIdSource(
       await source.release(0);
     });
 
-    it('gives a restarted node the same worker ID and the last timestamp it recorded', {
+    it('gives a restarted node the same worker ID and the highest timestamp it ever recorded: a lower record or release never lowers it', {
       skip: traits.kind !== 'identity' && 'a lease source gives a restarted node any free worker ID',
     }, async (t) => {
       const identity = newIdentity();
@@ -61,15 +61,17 @@ export function describeWorkerIdSource(
       const lease = await first.acquire();
       const recorded = Date.now() + 2000;
       await first.record(recorded);
-      // A crash: no release. The restart must see the recorded time.
+      // The clock stepped back 30 s: the node asks for a lower record, which must not land.
+      await first.record(recorded - 30_000);
+      // A crash: no release. The restart must see the highest recorded time.
       const second = await open(t, identity);
       assert.ok(second);
       assert.deepEqual(await second.acquire(), { workerId: lease.workerId, lastTimestamp: recorded });
       await second.release(recorded - 1000);
       const third = await open(t, identity);
       assert.ok(third);
-      assert.deepEqual(await third.acquire(), { workerId: lease.workerId, lastTimestamp: recorded - 1000 });
-      await third.release(recorded - 1000);
+      assert.deepEqual(await third.acquire(), { workerId: lease.workerId, lastTimestamp: recorded });
+      await third.release(0);
     });
 
     it('gives 8 nodes starting at once 8 different worker IDs', {
@@ -84,7 +86,7 @@ export function describeWorkerIdSource(
     });
 
     const lease = traits.lease;
-    it('hands a released worker ID to the next node with the last timestamp its holder released', {
+    it('hands a released worker ID to the next node with the highest timestamp its holder recorded', {
       skip: lease === undefined && 'not a lease source',
     }, async (t) => {
       const first = await open(t, newIdentity());
@@ -93,6 +95,9 @@ export function describeWorkerIdSource(
       await lease.holdAllBut(t, workerId);
       const recorded = Date.now() + 2000;
       await first.record(recorded);
+      // A clock stepped back asks for lower records and a lower release: neither may land, or
+      // the next holder would wait too little.
+      await first.record(recorded - 30_000);
       // While it is held, nobody else gets it: the next node finds every worker ID taken.
       const blocked = await open(t, newIdentity());
       assert.ok(blocked);
@@ -100,8 +105,8 @@ export function describeWorkerIdSource(
       await first.release(recorded - 500);
       const second = await open(t, newIdentity());
       assert.ok(second);
-      assert.deepEqual(await second.acquire(), { workerId, lastTimestamp: recorded - 500 });
-      await second.release(recorded - 500);
+      assert.deepEqual(await second.acquire(), { workerId, lastTimestamp: recorded });
+      await second.release(0);
     });
 
     it('stops holding a worker ID whose claim is gone, and claims again above its own record', {

@@ -51,6 +51,13 @@ export class SnowflakeService {
   private stale = false;
   /** Counts regained leases, so that an older adoption still waiting gives way to a newer one. */
   private generation = 0;
+  /**
+   * The highest timestamp read from the source for the worker ID held now, or recorded for it since.
+   * A record is a promise about the past ("nothing above this was used"), so it only ever grows: a
+   * clock that steps back 30 s while serving must not write a time 30 s lower, or a restart after a
+   * crash would trust it and issue IDs the crashed process already issued.
+   */
+  private recorded: number;
   /** Sleeps that closing cuts short, so a closed node leaves no timer behind. */
   private readonly sleeps: Sleeps;
   backwardsEvents = 0;
@@ -64,8 +71,10 @@ export class SnowflakeService {
     private readonly logger: Logger,
     private readonly options: SnowflakeOptions,
     private readonly random: () => number,
+    recorded: number,
   ) {
     this.sleeps = new Sleeps(clock);
+    this.recorded = recorded;
   }
 
   static async start(
@@ -131,7 +140,8 @@ export class SnowflakeService {
         now = clock.now();
       }
     }
-    const recordedThrough = now + options.recordAheadMs;
+    // `now` is past the lease's last timestamp here, so this is above everything read.
+    const recordedThrough = Math.max(lease.lastTimestamp, now + options.recordAheadMs);
     await source.record(recordedThrough);
     const generator = new SnowflakeGenerator({
       workerId,
@@ -142,7 +152,7 @@ export class SnowflakeService {
       lastTimestamp: lease.lastTimestamp,
       recordedThrough,
     });
-    const service = new SnowflakeService(generator, source, clock, logger, options, random);
+    const service = new SnowflakeService(generator, source, clock, logger, options, random, recordedThrough);
     source.onRegained?.((regained) => service.regain(regained));
     service.scheduleRecord();
     logger.log('info', 'snowflake.started', { workerId, source: source.description });
@@ -200,6 +210,7 @@ export class SnowflakeService {
     this.cancelTimer?.();
     this.sleeps.wakeAll();
     await this.recording?.catch(() => {});
+    // The last timestamp actually used; sources keep what they recorded ahead when it is higher.
     await this.source.release(this.generator.lastTimestamp);
   }
 
@@ -273,7 +284,7 @@ export class SnowflakeService {
         await this.sleeps.sleep(Math.min(floor - now + 1, 1_000));
         continue;
       }
-      const through = now + this.options.recordAheadMs;
+      const through = Math.max(floor, now + this.options.recordAheadMs);
       try {
         await this.source.record(through);
       } catch (error) {
@@ -282,6 +293,7 @@ export class SnowflakeService {
         continue;
       }
       if (!current()) return;
+      this.recorded = through;
       this.generator = new SnowflakeGenerator({
         workerId,
         epoch: this.options.epoch,
@@ -303,13 +315,20 @@ export class SnowflakeService {
 
   private record(): Promise<void> {
     if (this.recording === undefined) {
-      const through = this.clock.now() + this.options.recordAheadMs;
+      // Never below what is recorded already: with the clock stepped back, `now + recordAheadMs` is
+      // lower than the last record, and writing it would shrink the bound a restart relies on.
+      const through = Math.max(this.recorded, this.clock.now() + this.options.recordAheadMs);
+      if (through === this.recorded) return Promise.resolve();
       // The generator of the moment: a record that ends after a regain must not widen the new one.
       const generator = this.generator;
       this.recording = this.source
         .record(through)
         .then(
-          () => generator.allowThrough(through),
+          () => {
+            if (generator !== this.generator) return;
+            this.recorded = Math.max(this.recorded, through);
+            generator.allowThrough(through);
+          },
           (error: unknown) => {
             this.logger.log('error', 'snowflake.record_failed', {
               workerId: this.workerId,

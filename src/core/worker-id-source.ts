@@ -17,10 +17,15 @@ export interface WorkerIdSource {
   acquire(): Promise<WorkerLease>;
   /**
    * Durably records that IDs with timestamps up to `timestamp` may be issued. Resolves only once
-   * the record is safe: the node issues nothing above the last recorded time.
+   * the record is safe: the node issues nothing above the last recorded time. The record never
+   * goes down: a `timestamp` at or below the one held is a no-op (the node's clock may have
+   * stepped back; the next holder of the worker ID trusts the record to bound the past).
    */
   record(timestamp: number): Promise<void>;
-  /** Records the last timestamp actually used and gives the worker ID up. */
+  /**
+   * Gives the worker ID up, recording `lastTimestamp` (the last one used) unless the record is
+   * already higher, which it is when the node recorded ahead: the record never goes down.
+   */
   release(lastTimestamp: number): Promise<void>;
   /**
    * Lease-based sources only (a ZooKeeper session, an etcd lease), which can lose the worker ID

@@ -66,6 +66,11 @@ class EtcdLeaseSession implements LeaseSession {
   private readonly prefix: string;
   private workerId: number | undefined;
   private closing: Promise<void> | undefined;
+  /**
+   * The highest timestamp this session read from or wrote to its worker record. Only the claim's
+   * holder writes it (every write compares the claim's lease), so the release can keep it exact.
+   */
+  private held = 0;
 
   constructor(
     private readonly client: Etcd3,
@@ -113,7 +118,8 @@ class EtcdLeaseSession implements LeaseSession {
           .commit(),
       );
       const last = await etcd(`read ${record}`, this.client.get(record).string());
-      return { workerId: id, lastTimestamp: Number(last ?? 0) };
+      this.held = Number(last ?? 0);
+      return { workerId: id, lastTimestamp: this.held };
     }
     throw new FrondError(
       'WORKER_ID_UNAVAILABLE',
@@ -142,6 +148,8 @@ class EtcdLeaseSession implements LeaseSession {
   }
 
   async record(timestamp: number): Promise<void> {
+    // The transaction below refuses a lower value too; this saves the round trip.
+    if (timestamp <= this.held) return;
     const record = this.workerKey();
     const result = await etcd(
       `record ${record}`,
@@ -151,7 +159,10 @@ class EtcdLeaseSession implements LeaseSession {
         .then(this.client.put(record).value(pad(timestamp)))
         .commit(),
     );
-    if (result.succeeded) return;
+    if (result.succeeded) {
+      this.held = timestamp;
+      return;
+    }
     const [claim, stored] = await Promise.all([
       etcd('read claim', this.client.get(this.claimKey()).exec()),
       etcd(`read ${record}`, this.client.get(record).string()),
@@ -159,7 +170,10 @@ class EtcdLeaseSession implements LeaseSession {
     if (claim.kvs[0]?.lease !== this.leaseId)
       throw new LeaseLostError(`${this.claimKey()} is no longer held by lease ${this.leaseId}`);
     // A retried write landed first: the record is already at or past `timestamp`.
-    if (stored !== null && stored >= pad(timestamp)) return;
+    if (stored !== null && stored >= pad(timestamp)) {
+      this.held = Math.max(this.held, Number(stored));
+      return;
+    }
     throw new FrondError('WORKER_ID_UNAVAILABLE', `etcd refused to record ${timestamp} in ${record}`);
   }
 
@@ -170,7 +184,7 @@ class EtcdLeaseSession implements LeaseSession {
         this.client
           .if(this.claimKey(), 'Lease', '==', this.leaseId)
           .then(
-            this.client.put(this.workerKey()).value(pad(lastTimestamp)),
+            this.client.put(this.workerKey()).value(pad(Math.max(this.held, lastTimestamp))),
             this.client.delete().key(this.claimKey()),
           )
           .commit(),

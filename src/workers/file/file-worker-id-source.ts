@@ -28,6 +28,11 @@ export class FileWorkerIdSource implements WorkerIdSource {
   readonly description: string;
   private readonly path: string;
   private workerId = -1;
+  /**
+   * The highest timestamp read from or written to the file. A write never goes below it, whatever
+   * the caller asks: the file is the only bound a restart after a crash has on the past.
+   */
+  private held = 0;
 
   constructor(
     private readonly dir: string,
@@ -47,7 +52,8 @@ export class FileWorkerIdSource implements WorkerIdSource {
     );
     // The stored time is kept even when --worker-id changes: waiting for it is cheap, a repeat is not.
     const lastTimestamp = stored?.lastTimestamp ?? 0;
-    await this.write(lastTimestamp);
+    this.held = lastTimestamp;
+    await this.write(lastTimestamp, true);
     return { workerId: this.workerId, lastTimestamp };
   }
 
@@ -88,8 +94,12 @@ export class FileWorkerIdSource implements WorkerIdSource {
     return file as WorkerFile;
   }
 
-  private write(lastTimestamp: number): Promise<void> {
-    const body: WorkerFile = { workerId: this.workerId, lastTimestamp };
-    return writeJsonAtomically(this.path, body);
+  /** Writes `max(held, lastTimestamp)`; skips the write when that changes nothing (unless `always`). */
+  private async write(lastTimestamp: number, always = false): Promise<void> {
+    const next = Math.max(this.held, lastTimestamp);
+    if (next === this.held && !always) return;
+    const body: WorkerFile = { workerId: this.workerId, lastTimestamp: next };
+    await writeJsonAtomically(this.path, body);
+    this.held = Math.max(this.held, next);
   }
 }

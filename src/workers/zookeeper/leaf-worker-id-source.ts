@@ -71,6 +71,8 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   private workerId = -1;
   private node = '';
   private lastReported = 0;
+  /** The highest timestamp in the cache file (read or written); a write never goes below it. */
+  private cached = 0;
   private reportFailing = false;
   private cancelReport: (() => void) | undefined;
   private closed = false;
@@ -156,6 +158,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       );
     this.workerId = mine.workerId;
     this.node = mine.node;
+    this.cached = mine.lastTimestamp;
     this.options.logger.log('warn', 'worker.zookeeper_unreachable_using_cache', {
       workerId: mine.workerId,
       lastTimestamp: mine.lastTimestamp,
@@ -271,14 +274,17 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     );
   }
 
-  private writeCache(lastTimestamp: number): Promise<void> {
-    return this.cacheFile.write({
+  /** Writes `max(cached, lastTimestamp)` into the cache file: its time never goes back. */
+  private async writeCache(lastTimestamp: number): Promise<void> {
+    const next = Math.max(this.cached, lastTimestamp);
+    await this.cacheFile.write({
       name: this.options.name,
       identity: this.identity,
       workerId: this.workerId,
       node: this.node,
-      lastTimestamp,
+      lastTimestamp: next,
     });
+    this.cached = Math.max(this.cached, next);
   }
 
   private scheduleReport(): void {
@@ -289,24 +295,37 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     }, every);
   }
 
-  /** Leaf's 3 s report: the node's time into its node, skipped while the clock is behind the last one. */
+  /**
+   * Leaf's 3 s report: the node's time into its node, skipped while the clock is behind the last one.
+   * The node's data is read first and written only if it is older, by a compare-and-set on its
+   * version: whatever this process remembers, the report never moves the node's time back (another
+   * start of this identity, a Leaf node, an operator may have written a later one).
+   */
   private async report(): Promise<void> {
     const client = this.client;
     const now = this.options.clock.now();
     if (this.closed || client === undefined || now <= this.lastReported) return;
     const { host, port, logger, timeoutMs } = this.options;
-    // A setData queued while the server is down would wait in the library's queue; bound it twice
+    const path = `${this.paths.forever}/${this.node}`;
+    const write = async (): Promise<boolean> => {
+      const { data, stat } = await client.getData(path);
+      const stored = leafNodeTimestamp(data) ?? 0;
+      if (stored >= now) {
+        this.lastReported = Math.max(this.lastReported, stored);
+        return true;
+      }
+      await client.setData(path, leafNodeData(host, port, now), stat.version);
+      this.lastReported = Math.max(this.lastReported, now);
+      return true;
+    };
+    // A call queued while the server is down would wait in the library's queue; bound it twice
     // (the call's own bound, and here in case the client is replaced meanwhile).
     const done = await within(
       this.options.clock,
-      client.setData(`${this.paths.forever}/${this.node}`, leafNodeData(host, port, now)).then(
-        () => true,
-        (error: unknown) => error,
-      ),
+      write().catch((error: unknown) => error),
       2 * timeoutMs,
     );
     if (done?.value === true) {
-      this.lastReported = now;
       if (this.reportFailing) logger.log('info', 'worker.report_resumed', { workerId: this.workerId });
       this.reportFailing = false;
       return;

@@ -60,6 +60,11 @@ class ZooKeeperLeaseSession implements LeaseSession {
   private workerId: number | undefined;
   /** The version of the worker record as this session last wrote it: writes are compare-and-set. */
   private version = -1;
+  /**
+   * The timestamp in the worker record as this session last read or wrote it (the version check
+   * makes it exact). Records and the release never write below it.
+   */
+  private held = 0;
 
   constructor(
     private readonly client: ZooKeeperClient,
@@ -127,7 +132,10 @@ class ZooKeeperLeaseSession implements LeaseSession {
       throw new LeaseLostError(`${this.claimPath()} belongs to another session`);
   }
 
-  async record(timestamp: number): Promise<void> {
+  async record(requested: number): Promise<void> {
+    // Never lower the record: the next holder of this worker ID waits only until it.
+    if (requested <= this.held) return;
+    const timestamp = requested;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.guard(
@@ -136,6 +144,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
           ),
         );
         this.version++;
+        this.held = timestamp;
         return;
       } catch (error) {
         if (isZooKeeperError(error, 'NO_NODE')) throw new LeaseLostError(`${this.claimPath()} is gone`);
@@ -145,6 +154,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
         if (current?.record.token !== this.token)
           throw new LeaseLostError(`${this.workerPath()} was written by another holder`);
         this.version = current.version;
+        this.held = Math.max(this.held, current.record.timestamp);
         if (current.record.timestamp >= timestamp) return;
       }
     }
@@ -153,7 +163,9 @@ class ZooKeeperLeaseSession implements LeaseSession {
   async release(lastTimestamp: number): Promise<void> {
     try {
       await this.client.commit(`release ${this.claimPath()}`, (tx) =>
-        tx.setData(this.workerPath(), this.data(lastTimestamp), this.version).remove(this.claimPath()),
+        tx
+          .setData(this.workerPath(), this.data(Math.max(this.held, lastTimestamp)), this.version)
+          .remove(this.claimPath()),
       );
     } finally {
       await this.close();
@@ -169,6 +181,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
     const existing = await this.readRecord(id);
     if (existing) {
       this.version = existing.version;
+      this.held = existing.record.timestamp;
       return existing.record.timestamp;
     }
     try {
@@ -180,6 +193,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
       const again = await this.readRecord(id);
       if (!again) throw error;
       this.version = again.version;
+      this.held = again.record.timestamp;
       return again.record.timestamp;
     }
   }
