@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
-import type { SegmentStore } from '../src/core/segment-store.js';
+import type { TagStore } from '../src/core/tag-admin.js';
 import { randomTag } from './support/random-tag.js';
 
 /**
- * The contract every SegmentStore backend passes. `open` gives a store on a shared database (or
+ * The contract every store backend (a TagStore) passes. `open` gives a store on a shared database (or
  * undefined after marking the test skipped/failed because the service is missing); every test works
  * on fresh random tags, so nothing needs cleaning up.
  */
 export function describeSegmentStore(
   name: string,
-  open: (t: TestContext) => Promise<SegmentStore | undefined>,
+  open: (t: TestContext) => Promise<TagStore | undefined>,
 ): void {
   describe(`SegmentStore contract: ${name}`, () => {
-    async function withStore(t: TestContext, use: (store: SegmentStore) => Promise<void>): Promise<void> {
+    async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;
       try {
@@ -105,7 +105,7 @@ export function describeSegmentStore(
           // 60 allocations in flight at once, half through each connection, steps from 1 to 37.
           const steps = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? undefined : 1 + ((i * 7) % 37)));
           const allocations = await Promise.all(
-            steps.map((step, i) => ((i % 2 === 0 ? store : other) as SegmentStore).advance(tag, step)),
+            steps.map((step, i) => ((i % 2 === 0 ? store : other) as TagStore).advance(tag, step)),
           );
           const ranges = allocations
             .map((a) => {
