@@ -13,7 +13,7 @@ export function describeSegmentStore(
   name: string,
   open: (t: TestContext) => Promise<TagStore | undefined>,
 ): void {
-  describe(`SegmentStore contract: ${name}`, () => {
+  describe(`store contract: ${name}`, () => {
     async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;
@@ -69,15 +69,18 @@ export function describeSegmentStore(
         await assert.rejects(store.setStep(randomTag(), 5), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
       }));
 
-    it('lists tags and rows with max_id, step, description and update time', (t) =>
+    it('lists tags and rows in tag order, with max_id, step, description and update time', (t) =>
       withStore(t, async (store) => {
         const a = randomTag('a');
         const b = randomTag('b');
-        await store.addTag({ tag: a, step: 10, start: 7n, description: 'first' });
+        // b first: the order of the answer is the tags', not the order the rows were added in.
         await store.addTag({ tag: b, step: 20, start: 1n });
+        await store.addTag({ tag: a, step: 10, start: 7n, description: 'first' });
         const tags = await store.listTags();
         assert.ok(tags.includes(a) && tags.includes(b));
+        assert.ok(tags.indexOf(a) < tags.indexOf(b), 'listTags orders by biz_tag');
         const rows = await store.listRows();
+        assert.ok(rows.findIndex((r) => r.tag === a) < rows.findIndex((r) => r.tag === b));
         const row = rows.find((r) => r.tag === a);
         assert.equal(row?.maxId, 7n);
         assert.equal(row?.step, 10);
