@@ -21,7 +21,9 @@ export interface OpenStoreOptions {
 /**
  * One store backend, as the registry (store-registry.ts) lists it: everything frond needs to know
  * about a `--store` value of this kind, so that adding a backend touches no central switch. `C` is
- * what `parse` makes of a `--store` value and `open` takes.
+ * what `parse` makes of a `--store` value and `open` takes. The registry holds every backend as a
+ * plain `StoreBackend` (C = unknown): `open` is declared as a method, so a backend of any `C` fits,
+ * and the registry hands `open` only what the same backend's `parse` returned.
  */
 export interface StoreBackend<C = unknown> {
   /** The dialect's name, e.g. `postgres`. */
