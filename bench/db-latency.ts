@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { cpus } from 'node:os';
-import { openStore } from '../src/stores/open-store.js';
+import { openStore } from '../src/stores/store-registry.js';
 import { startFrond, tempDir } from '../test/support/frond-process.js';
 import { httpGet, quantile } from '../test/support/http-get.js';
 import { TcpProxy } from '../test/support/tcp-proxy.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Agent } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openStore } from '../src/stores/open-store.js';
+import { openStore } from '../src/stores/store-registry.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { httpGet, idsOf, quantile } from './support/http-get.js';
 import { TcpProxy } from './support/tcp-proxy.js';

@@ -1,5 +1,5 @@
 import { after } from 'node:test';
-import { openStore } from '../src/stores/open-store.js';
+import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore } from './segment-store.suite.js';
 import { testDatabase } from './support/test-database.js';
 

@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
-import type { SegmentStore } from '../src/core/segment-store.js';
+import type { TagStore } from '../src/core/tag-admin.js';
 import { randomTag } from './support/random-tag.js';
 
 /**
- * The contract every SegmentStore backend passes. `open` gives a store on a shared database (or
+ * The contract every store backend (a TagStore) passes. `open` gives a store on a shared database (or
  * undefined after marking the test skipped/failed because the service is missing); every test works
  * on fresh random tags, so nothing needs cleaning up.
  */
 export function describeSegmentStore(
   name: string,
-  open: (t: TestContext) => Promise<SegmentStore | undefined>,
+  open: (t: TestContext) => Promise<TagStore | undefined>,
 ): void {
-  describe(`SegmentStore contract: ${name}`, () => {
-    async function withStore(t: TestContext, use: (store: SegmentStore) => Promise<void>): Promise<void> {
+  describe(`store contract: ${name}`, () => {
+    async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;
       try {
@@ -69,15 +69,18 @@ export function describeSegmentStore(
         await assert.rejects(store.setStep(randomTag(), 5), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
       }));
 
-    it('lists tags and rows with max_id, step, description and update time', (t) =>
+    it('lists tags and rows in tag order, with max_id, step, description and update time', (t) =>
       withStore(t, async (store) => {
         const a = randomTag('a');
         const b = randomTag('b');
-        await store.addTag({ tag: a, step: 10, start: 7n, description: 'first' });
+        // b first: the order of the answer is the tags', not the order the rows were added in.
         await store.addTag({ tag: b, step: 20, start: 1n });
+        await store.addTag({ tag: a, step: 10, start: 7n, description: 'first' });
         const tags = await store.listTags();
         assert.ok(tags.includes(a) && tags.includes(b));
+        assert.ok(tags.indexOf(a) < tags.indexOf(b), 'listTags orders by biz_tag');
         const rows = await store.listRows();
+        assert.ok(rows.findIndex((r) => r.tag === a) < rows.findIndex((r) => r.tag === b));
         const row = rows.find((r) => r.tag === a);
         assert.equal(row?.maxId, 7n);
         assert.equal(row?.step, 10);
@@ -105,7 +108,7 @@ export function describeSegmentStore(
           // 60 allocations in flight at once, half through each connection, steps from 1 to 37.
           const steps = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? undefined : 1 + ((i * 7) % 37)));
           const allocations = await Promise.all(
-            steps.map((step, i) => ((i % 2 === 0 ? store : other) as SegmentStore).advance(tag, step)),
+            steps.map((step, i) => ((i % 2 === 0 ? store : other) as TagStore).advance(tag, step)),
           );
           const ranges = allocations
             .map((a) => {

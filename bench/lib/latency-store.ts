@@ -1,16 +1,17 @@
-import type { Allocation, NewTag, SegmentStore, TagRow } from '../../src/core/segment-store.js';
+import type { Allocation } from '../../src/core/segment-store.js';
+import type { NewTag, TagRow, TagStore } from '../../src/core/tag-admin.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * A SegmentStore decorator that waits `latencyMs` (a timer, so the event loop keeps serving) before
+ * A TagStore decorator that waits `latencyMs` (a timer, so the event loop keeps serving) before
  * every call to the store it wraps: a database 50 ms away, as seen from the node, without a network.
  */
-export class LatencyStore implements SegmentStore {
+export class LatencyStore implements TagStore {
   readonly description: string;
 
   constructor(
-    private readonly inner: SegmentStore,
+    private readonly inner: TagStore,
     private readonly latencyMs: number,
   ) {
     this.description = `${inner.description} (+${latencyMs} ms)`;

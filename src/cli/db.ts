@@ -1,4 +1,4 @@
-import { DDL, dialectOf, openStore } from '../stores/open-store.js';
+import { backendOf, openStore } from '../stores/store-registry.js';
 import { booleanOption, parseCommand, usage } from './options.js';
 import { STORE_OPTIONS, storeOf } from './store-options.js';
 
@@ -15,7 +15,7 @@ async function init(args: string[], out: (line: string) => void): Promise<number
   );
   const spec = storeOf(parsed);
   if (booleanOption(parsed, 'print')) {
-    out(`${DDL[dialectOf(spec)]};`);
+    out(`${backendOf(spec).ddl};`);
     return 0;
   }
   const store = openStore(spec);

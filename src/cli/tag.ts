@@ -1,10 +1,10 @@
-import type { SegmentStore } from '../core/segment-store.js';
 import { assertStep, assertValidTag } from '../core/tag.js';
-import { openStore } from '../stores/open-store.js';
+import type { TagAdmin } from '../core/tag-admin.js';
+import { openStore } from '../stores/store-registry.js';
 import { integerOption, parseCommand, parseInteger, stringOption, usage } from './options.js';
 import { STORE_OPTIONS, storeOf } from './store-options.js';
 
-async function withStore<T>(spec: string, use: (store: SegmentStore) => Promise<T>): Promise<T> {
+async function withStore<T>(spec: string, use: (store: TagAdmin) => Promise<T>): Promise<T> {
   const store = openStore(spec);
   try {
     return await use(store);

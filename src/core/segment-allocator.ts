@@ -9,6 +9,10 @@ import {
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
 import { assertValidTag } from './tag.js';
+import type { TagAdmin } from './tag-admin.js';
+
+/** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
+export type AllocatorStore = SegmentStore & Pick<TagAdmin, 'listTags'>;
 
 export interface SegmentAllocatorOptions extends SegmentBufferOptions {
   /** How often the tag list is read again. Leaf: 60 s. */
@@ -31,7 +35,7 @@ const MAX_MISSING_TAGS = 10_000;
  * memory yet is looked up in the table on its first request, so a freshly inserted row is served
  * at once, and a tag with no row is TAG_NOT_FOUND (404), not a generic failure.
  */
-export class SegmentAllocator {
+export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private readonly buffers = new Map<string, SegmentBuffer>();
   private readonly missing = new Map<string, number>();
   private cancelRefresh: (() => void) | undefined;
@@ -42,7 +46,8 @@ export class SegmentAllocator {
   private readonly tracked: SegmentStore;
 
   constructor(
-    readonly store: SegmentStore,
+    /** The store as given, so that the server reaches its tag administration through the same object. */
+    readonly store: S,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SegmentAllocatorOptions = DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
@@ -59,11 +64,6 @@ export class SegmentAllocator {
           throw error;
         }
       },
-      listTags: () => store.listTags(),
-      getTag: (tag) => store.getTag(tag),
-      listRows: () => store.listRows(),
-      addTag: (tag) => store.addTag(tag),
-      setStep: (tag, step) => store.setStep(tag, step),
       close: () => store.close(),
     };
   }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../core/errors.js';
-import type { SegmentStore, TagRow } from '../core/segment-store.js';
 import { assertStep, assertValidTag } from '../core/tag.js';
+import type { TagAdmin, TagRow } from '../core/tag-admin.js';
 
 /** Admin bodies are a few fields; 16 KiB is generous and keeps a client from streaming megabytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -71,7 +71,7 @@ export function tagJson(row: TagRow) {
 }
 
 /** `POST /v1/tags` with `{"tag", "step", "start"?, "description"?}`; the first ID is `start` (default 1). */
-export async function addTag(store: SegmentStore, text: string): Promise<ReturnType<typeof tagJson>> {
+export async function addTag(store: TagAdmin, text: string): Promise<ReturnType<typeof tagJson>> {
   const body = parseObject(text, ['tag', 'step', 'start', 'description']);
   if (typeof body.tag !== 'string') throw new FrondError('INVALID_ARGUMENT', 'tag must be a string');
   const tag = assertValidTag(body.tag);
@@ -90,7 +90,7 @@ export async function addTag(store: SegmentStore, text: string): Promise<ReturnT
 
 /** `PATCH /v1/tags/{tag}` with `{"step"}`: running nodes use it from their next segment load. */
 export async function patchTag(
-  store: SegmentStore,
+  store: TagAdmin,
   rawTag: string,
   text: string,
 ): Promise<ReturnType<typeof tagJson>> {

@@ -5,6 +5,7 @@ import type { SegmentAllocator } from '../core/segment-allocator.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
 import { assertValidTag } from '../core/tag.js';
+import type { TagStore } from '../core/tag-admin.js';
 import { type AccessOptions, checkIdAccess } from './access.js';
 import { idsJson } from './ids-json.js';
 import { cachePage, dbPage, leafDecodeBody } from './leaf-pages.js';
@@ -14,8 +15,8 @@ import type { RateLimiter } from './rate-limit.js';
 import { sendError, sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 
 export interface AppDeps {
-  /** Absent when segment mode is off (`--no-segment`). */
-  segment: SegmentAllocator | undefined;
+  /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
+  segment: SegmentAllocator<TagStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */
@@ -54,7 +55,7 @@ export function createApp(deps: AppDeps): Handler {
   const reportError = (res: ServerResponse, error: unknown) => observer.error(sendError(res, error, logger));
   const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
 
-  function needSegment(): SegmentAllocator {
+  function needSegment(): SegmentAllocator<TagStore> {
     if (segment === undefined) throw disabled('segment', '--no-segment');
     return segment;
   }

@@ -1,6 +1,6 @@
 import type { SegmentBufferState } from '../core/segment-buffer.js';
-import type { TagRow } from '../core/segment-store.js';
 import type { SnowflakeParts } from '../core/snowflake-layout.js';
+import type { TagRow } from '../core/tag-admin.js';
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

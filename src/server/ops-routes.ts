@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
-import type { SegmentStore } from '../core/segment-store.js';
+import type { TagAdmin, TagStore } from '../core/tag-admin.js';
 import { type AccessOptions, checkAdminAccess } from './access.js';
 import { addTag, patchTag, readBody, tagJson } from './admin.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
@@ -34,10 +34,10 @@ type OpsHandler = (
  */
 export function createOpsRoutes(
   deps: OpsDeps,
-  segment: SegmentAllocator | undefined,
+  segment: SegmentAllocator<TagStore> | undefined,
   access: AccessOptions,
 ): OpsHandler {
-  const store = (): SegmentStore => {
+  const store = (): TagAdmin => {
     if (segment === undefined)
       throw new FrondError('MODE_DISABLED', 'segment mode is off on this node (started with --no-segment)');
     return segment.store;

@@ -7,9 +7,9 @@ import { FrondError } from '../core/errors.js';
 import type { Logger, LogLevel } from '../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
-import type { SegmentStore } from '../core/segment-store.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../core/snowflake-service.js';
-import { openStore } from '../stores/open-store.js';
+import type { OpenedStore } from '../stores/store-backend.js';
+import { openStore } from '../stores/store-registry.js';
 import { type CoordinatorConfig, openWorkerIdSource } from '../workers/open-worker-id-source.js';
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -75,8 +75,8 @@ export async function startServer(
     for (const step of cleanups.reverse()) await step();
   };
   try {
-    let store: SegmentStore | undefined;
-    let segment: SegmentAllocator | undefined;
+    let store: OpenedStore | undefined;
+    let segment: SegmentAllocator<OpenedStore> | undefined;
     if (config.segment) {
       store = openStore(config.store, { logger });
       const opened = store;

@@ -1,5 +1,6 @@
 import { FrondError } from '../../src/core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagRow } from '../../src/core/segment-store.js';
+import type { Allocation } from '../../src/core/segment-store.js';
+import type { NewTag, TagRow, TagStore } from '../../src/core/tag-admin.js';
 
 interface Pending {
   resolve: () => void;
@@ -8,18 +9,29 @@ interface Pending {
   step: number | undefined;
 }
 
+/** A row as a test may set it directly; description and update time are optional there. */
+export interface MemoryRow {
+  maxId: bigint;
+  step: number;
+  description?: string | null;
+  updateTime?: Date;
+}
+
 /**
- * An in-memory SegmentStore for unit tests of the core. With `manual = true`, each `advance` waits
+ * An in-memory TagStore for unit tests of the core. With `manual = true`, each `advance` waits
  * until the test calls `release()` or `fail()`, so a test decides when a load finishes. The UPDATE
- * happens when the load is released, as a real transaction commits when it ends.
+ * happens when the load is released, as a real transaction commits when it ends. Stores built on
+ * the same `rows` map share one table, as two connections to one database do.
  */
-export class MemoryStore implements SegmentStore {
+export class MemoryStore implements TagStore {
   readonly description = 'memory:';
-  readonly rows = new Map<string, { maxId: bigint; step: number }>();
   readonly calls: { tag: string; step: number | undefined }[] = [];
   private pending: Pending[] = [];
 
-  constructor(public manual = false) {}
+  constructor(
+    public manual = false,
+    readonly rows = new Map<string, MemoryRow>(),
+  ) {}
 
   get waiting(): number {
     return this.pending.length;
@@ -44,35 +56,54 @@ export class MemoryStore implements SegmentStore {
     if (row === undefined) return undefined;
     const used = step ?? row.step;
     row.maxId += BigInt(used);
+    row.updateTime = new Date();
     return { maxId: row.maxId, step: used, tableStep: row.step };
   }
 
   async listTags(): Promise<string[]> {
-    return [...this.rows.keys()];
+    return this.sortedTags();
   }
 
   async getTag(tag: string): Promise<TagRow | undefined> {
     const row = this.rows.get(tag);
-    return row && { tag, maxId: row.maxId, step: row.step, description: null, updateTime: null };
+    return row && toTagRow(tag, row);
   }
 
   async listRows(): Promise<TagRow[]> {
-    return [...this.rows.keys()].map((tag) => {
-      const row = this.rows.get(tag) as { maxId: bigint; step: number };
-      return { tag, maxId: row.maxId, step: row.step, description: null, updateTime: null };
-    });
+    return this.sortedTags().map((tag) => toTagRow(tag, this.rows.get(tag) as MemoryRow));
   }
 
   async addTag(tag: NewTag): Promise<void> {
     if (this.rows.has(tag.tag)) throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-    this.rows.set(tag.tag, { maxId: tag.start, step: tag.step });
+    this.rows.set(tag.tag, {
+      maxId: tag.start,
+      step: tag.step,
+      description: tag.description ?? null,
+      updateTime: new Date(),
+    });
   }
 
   async setStep(tag: string, step: number): Promise<void> {
     const row = this.rows.get(tag);
-    if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row`);
+    if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
     row.step = step;
+    row.updateTime = new Date();
   }
 
   async close(): Promise<void> {}
+
+  /** In biz_tag order, as the SQL stores' ORDER BY gives them. */
+  private sortedTags(): string[] {
+    return [...this.rows.keys()].sort();
+  }
+}
+
+function toTagRow(tag: string, row: MemoryRow): TagRow {
+  return {
+    tag,
+    maxId: row.maxId,
+    step: row.step,
+    description: row.description ?? null,
+    updateTime: row.updateTime ?? null,
+  };
 }

@@ -1,15 +1,16 @@
 import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
-import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+import type { Allocation } from '../../core/segment-store.js';
+import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 import {
   COLUMNS,
+  type NetworkSqlOptions,
   onceUntilFailure,
   type RawRow,
-  type ServerStoreOptions,
-  type TableCheck,
   toTagRow,
-} from '../server-store.js';
+} from '../sql/network-sql.js';
+import type { TableCheck } from '../store-backend.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -41,7 +42,7 @@ COMMIT`;
  * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
  * never reused, and the pool opens a new one for the next operation.
  */
-export class MysqlSegmentStore implements SegmentStore {
+export class MysqlSegmentStore implements TagStore {
   readonly description: string;
   private readonly pool: mysql.Pool;
   private readonly connectTimeoutMs: number;
@@ -52,7 +53,7 @@ export class MysqlSegmentStore implements SegmentStore {
   /** The first query of a store checks the table, once; a failed check is tried again next time. */
   private readonly ensureTable = onceUntilFailure(() => this.checkTable());
 
-  constructor(options: ServerStoreOptions) {
+  constructor(options: NetworkSqlOptions) {
     const logger = options.logger ?? silentLogger;
     this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
     this.connectTimeoutMs = options.connectTimeoutMs;

@@ -1,15 +1,16 @@
 import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
-import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+import type { Allocation } from '../../core/segment-store.js';
+import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 import {
   COLUMNS,
+  type NetworkSqlOptions,
   onceUntilFailure,
   type RawRow,
-  type ServerStoreOptions,
-  type TableCheck,
   toTagRow,
-} from '../server-store.js';
+} from '../sql/network-sql.js';
+import type { TableCheck } from '../store-backend.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -41,13 +42,13 @@ const ADVANCE_BY = {
  * Leaf's UPDATE-then-SELECT transaction does, in one round trip instead of four. The pool
  * reconnects by itself; a connection that failed or timed out is discarded, never reused.
  */
-export class PostgresSegmentStore implements SegmentStore {
+export class PostgresSegmentStore implements TagStore {
   readonly description: string;
   private readonly pool: pg.Pool;
   /** The first query of a store checks the table, once; a failed check is tried again next time. */
   private readonly ensureTable = onceUntilFailure(() => this.checkTable());
 
-  constructor(options: ServerStoreOptions) {
+  constructor(options: NetworkSqlOptions) {
     const logger = options.logger ?? silentLogger;
     this.description = `postgres://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
     this.pool = new pg.Pool({

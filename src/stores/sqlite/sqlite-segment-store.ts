@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagRow } from '../../core/segment-store.js';
+import type { Allocation } from '../../core/segment-store.js';
+import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
 export const SQLITE_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
@@ -26,7 +27,7 @@ interface RawRow {
  * the file (a server and `frond tag add`): writes take SQLite's write lock, so two allocations never
  * overlap, and `synchronous = FULL` keeps a committed max_id across a power loss.
  */
-export class SqliteSegmentStore implements SegmentStore {
+export class SqliteSegmentStore implements TagStore {
   readonly description: string;
   private readonly db: Database.Database;
   private readonly statements;

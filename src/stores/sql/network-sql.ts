@@ -1,8 +1,10 @@
-import type { Logger } from '../core/logger.js';
-import type { TagRow } from '../core/segment-store.js';
+// What the stores on a database server, reached over the network, share (PostgreSQL, MySQL);
+// SQLite is embedded and has its own. The URL that configures them is read in network-sql-url.ts.
+import type { Logger } from '../../core/logger.js';
+import type { TagRow } from '../../core/tag-admin.js';
 
 /** A database server's store, as a `postgres://` or `mysql://` URL describes it. */
-export interface ServerStoreConfig {
+export interface NetworkSqlConfig {
   host: string;
   port: number;
   user: string | undefined;
@@ -16,12 +18,9 @@ export interface ServerStoreConfig {
   queryTimeoutMs: number;
 }
 
-export interface ServerStoreOptions extends ServerStoreConfig {
+export interface NetworkSqlOptions extends NetworkSqlConfig {
   logger?: Logger;
 }
-
-/** What `init` found: a table it created, or one that was there (and was left as it was). */
-export type TableCheck = 'created' | 'exists';
 
 /** A `leaf_alloc` row as both drivers return it: BIGINT as text, so values above 2^53 stay exact. */
 export interface RawRow {

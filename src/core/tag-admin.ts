@@ -1,0 +1,40 @@
+import type { SegmentStore } from './segment-store.js';
+
+/** One row of Leaf's `leaf_alloc` table. */
+export interface TagRow {
+  tag: string;
+  /** The next ID no node has taken yet (exclusive bound of everything handed out so far). */
+  maxId: bigint;
+  /** The table's step: the length of the first two segments, and the floor of the dynamic step. */
+  step: number;
+  description: string | null;
+  updateTime: Date | null;
+}
+
+export interface NewTag {
+  tag: string;
+  step: number;
+  /** The first ID the tag hands out; stored as max_id, as Leaf does. */
+  start: bigint;
+  description?: string | null;
+}
+
+/**
+ * Reading and changing `leaf_alloc` rows: for the admin API, the Leaf pages and `frond tag`. Kept
+ * apart from `SegmentStore.advance` because only the allocator's tag refresh (`listTags`) is on the
+ * core's side; everything else serves operators, a few calls a minute, never a request for IDs.
+ */
+export interface TagAdmin {
+  /** Every tag with a row, in biz_tag order. */
+  listTags(): Promise<string[]>;
+  getTag(tag: string): Promise<TagRow | undefined>;
+  /** Every row, in biz_tag order. */
+  listRows(): Promise<TagRow[]>;
+  /** Inserts a row; rejects with TAG_EXISTS if the tag has one. */
+  addTag(tag: NewTag): Promise<void>;
+  /** Changes the table's step; rejects with TAG_NOT_FOUND if the tag has no row. */
+  setStep(tag: string, step: number): Promise<void>;
+}
+
+/** What a store backend implements: the segment primitive and tag administration over one table. */
+export interface TagStore extends SegmentStore, TagAdmin {}

@@ -1,0 +1,75 @@
+import { FrondError } from '../../core/errors.js';
+import type { NetworkSqlConfig } from './network-sql.js';
+
+/** Query parameters a database URL may carry, with their defaults and bounds. */
+const URL_PARAMETERS = {
+  // 4 connections: one node runs at most one load per tag at a time, and a load takes one round trip.
+  pool: { key: 'poolSize', fallback: 4, min: 1, max: 100 },
+  connect_timeout_ms: { key: 'connectTimeoutMs', fallback: 5_000, min: 100, max: 120_000 },
+  query_timeout_ms: { key: 'queryTimeoutMs', fallback: 5_000, min: 100, max: 120_000 },
+} as const;
+
+/** The dialect a URL is read for: its scheme in messages, and the port when the URL names none. */
+export interface NetworkSqlDialect {
+  scheme: string;
+  defaultPort: number;
+}
+
+/**
+ * `postgres://USER:PASSWORD@HOST:PORT/DB?pool=4&connect_timeout_ms=5000&query_timeout_ms=5000`
+ * (the same for mysql://). Every mistake is one line of INVALID_CONFIG, without the password.
+ */
+export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): NetworkSqlConfig {
+  const example = `${dialect.scheme}://USER@HOST:PORT/DB`;
+  let url: URL;
+  try {
+    url = new URL(spec);
+  } catch {
+    throw invalid(`--store ${JSON.stringify(redactUrl(spec))} is not a valid URL: use ${example}`);
+  }
+  const shown = redactUrl(spec);
+  if (url.hostname === '') throw invalid(`--store ${shown} names no host: use ${example}`);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (database === '' || database.includes('/'))
+    throw invalid(`--store ${shown} names no database (one path segment): use ${example}`);
+  const config: NetworkSqlConfig = {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port === '' ? dialect.defaultPort : Number(url.port),
+    user: url.username === '' ? undefined : decodeURIComponent(url.username),
+    password: url.password === '' ? undefined : decodeURIComponent(url.password),
+    database,
+    poolSize: URL_PARAMETERS.pool.fallback,
+    connectTimeoutMs: URL_PARAMETERS.connect_timeout_ms.fallback,
+    queryTimeoutMs: URL_PARAMETERS.query_timeout_ms.fallback,
+  };
+  for (const [name, text] of url.searchParams) {
+    const parameter = Object.hasOwn(URL_PARAMETERS, name)
+      ? URL_PARAMETERS[name as keyof typeof URL_PARAMETERS]
+      : undefined;
+    if (parameter === undefined) {
+      throw invalid(
+        `--store ${shown}: unknown parameter ${JSON.stringify(name)}; use ${Object.keys(URL_PARAMETERS).join(', ')}`,
+      );
+    }
+    const value = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+    if (!(value >= parameter.min && value <= parameter.max)) {
+      throw invalid(
+        `--store ${shown}: ${name}=${JSON.stringify(text)} is invalid; use an integer from ${parameter.min} to ${parameter.max}`,
+      );
+    }
+    config[parameter.key] = value;
+  }
+  return config;
+}
+
+/**
+ * A URL with its password replaced (`scheme://user:***@host`), fit for an error message or a log
+ * line. The registry uses it too, for a `--store` value no backend takes.
+ */
+export function redactUrl(spec: string): string {
+  return spec.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
+}
+
+function invalid(message: string): FrondError {
+  return new FrondError('INVALID_CONFIG', message);
+}

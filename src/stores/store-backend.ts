@@ -1,0 +1,49 @@
+import type { Logger } from '../core/logger.js';
+import type { TagStore } from '../core/tag-admin.js';
+
+/** What `init` found: a table it created, or one that was there (and was left as it was). */
+export type TableCheck = 'created' | 'exists';
+
+/** A store as `openStore` hands it out. */
+export interface OpenedStore extends TagStore {
+  /**
+   * Creates leaf_alloc if it is missing (`frond db init`); never alters one. Absent where opening
+   * the store already did it (SQLite creates the table when it opens the file).
+   */
+  init?(): Promise<TableCheck>;
+}
+
+export interface OpenStoreOptions {
+  /** Receives connection failures of database pools (they never end the process). */
+  logger?: Logger;
+}
+
+/**
+ * One store backend, as the registry (store-registry.ts) lists it: everything frond needs to know
+ * about a `--store` value of this kind, so that adding a backend touches no central switch. `C` is
+ * what `parse` makes of a `--store` value and `open` takes. The registry holds every backend as a
+ * plain `StoreBackend` (C = unknown): `open` is declared as a method, so a backend of any `C` fits,
+ * and the registry hands `open` only what the same backend's `parse` returned.
+ */
+export interface StoreBackend<C = unknown> {
+  /** The dialect's name, e.g. `postgres`. */
+  readonly name: string;
+  /**
+   * How a `--store` value of this backend starts (its URL scheme, with `//` where the backend
+   * needs a host): `sqlite:`, or `postgres://` and `postgresql://`.
+   */
+  readonly prefixes: readonly string[];
+  /** The form of a `--store` value, for "use …" in error messages: `postgres://USER@HOST:PORT/DB`. */
+  readonly usage: string;
+  /** The DDL that creates `leaf_alloc`, without the final `;` (`frond db init --print` adds it). */
+  readonly ddl: string;
+  /** The `--store` value fit for an error message or a log line: a password becomes `***`. */
+  redact(spec: string): string;
+  /** Reads a `--store` value; every mistake is one line of INVALID_CONFIG, without the password. */
+  parse(spec: string): C;
+  /**
+   * Opens the store without connecting: a database pool connects on first use, so a node starts
+   * while its database is down and serves as soon as it is back.
+   */
+  open(config: C, options: OpenStoreOptions): OpenedStore;
+}

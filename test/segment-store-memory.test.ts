@@ -1,0 +1,7 @@
+import { describeSegmentStore } from './segment-store.suite.js';
+import type { MemoryRow } from './support/memory-store.js';
+import { MemoryStore } from './support/memory-store.js';
+
+// One map is one table: the suite's second store is a second connection to the same rows.
+const rows = new Map<string, MemoryRow>();
+describeSegmentStore('memory (test/support)', async () => new MemoryStore(false, rows));
