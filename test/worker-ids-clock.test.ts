@@ -1,35 +1,15 @@
 import assert from 'node:assert/strict';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
 import { ZOOKEEPER_CACHE_FILE } from '../src/workers/zookeeper/leaf-worker-id-source.js';
 import { randomName, ZOOKEEPER, zookeeperUp } from './support/coordinators.js';
+import { fakeClock } from './support/fake-clock.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
-import { serviceMissing } from './support/service-gate.js';
 import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './support/snowflake-traffic.js';
 
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * A wall clock set off by what `offset` says ("-2s", "-1h", "+0"), for frond only (libfaketime,
- * reference/services.md §3.2). Monotonic time is left alone, so timers keep working.
- */
-function fakeClock(t: TestContext, offset: string): NodeJS.ProcessEnv | undefined {
-  if (!existsSync(LIBFAKETIME)) {
-    serviceMissing(t, 'libfaketime', `${LIBFAKETIME} is missing; run scripts/services.sh`);
-    return undefined;
-  }
-  const file = join(tempDir('frond-faketime-'), 'faketime.rc');
-  writeFileSync(file, `${offset}\n`);
-  return {
-    LD_PRELOAD: LIBFAKETIME,
-    FAKETIME_TIMESTAMP_FILE: file,
-    FAKETIME_NO_CACHE: '1',
-    FAKETIME_DONT_FAKE_MONOTONIC: '1',
-  };
-}
 
 function leafArgs(name: string, port: number, dataDir: string): string[] {
   return [
@@ -50,8 +30,8 @@ function leafArgs(name: string, port: number, dataDir: string): string[] {
 describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => {
   it('waits past every ID issued before a SIGKILL when restarted 2 s back, and refuses to start 1 h back', async (t) => {
     if (!(await zookeeperUp(t))) return;
-    const back2s = fakeClock(t, '-2s');
-    const back1h = fakeClock(t, '-1h');
+    const back2s = fakeClock(t, '-2s')?.env;
+    const back1h = fakeClock(t, '-1h')?.env;
     if (back2s === undefined || back1h === undefined) return;
     const name = randomName();
     const dataDir = tempDir();
@@ -100,8 +80,8 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
 
   it('refuses a node whose clock is further from the live nodes than --clock-max-skew-ms, and measures the skew of one within it', async (t) => {
     if (!(await zookeeperUp(t))) return;
-    const back10s = fakeClock(t, '-10s');
-    const back2s = fakeClock(t, '-2s');
+    const back10s = fakeClock(t, '-10s')?.env;
+    const back2s = fakeClock(t, '-2s')?.env;
     if (back10s === undefined || back2s === undefined) return;
     const name = randomName();
     const live = await startFrond(leafArgs(name, 7500, tempDir()));

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
-import { Etcd3 } from 'etcd3';
+import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
-import { CreateMode, type ZooKeeperClient } from '../src/workers/zookeeper/zookeeper-client.js';
-import { zookeeperPaths } from '../src/workers/zookeeper/zookeeper-paths.js';
-import { ETCD, etcdUp, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
-import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
+import { type FrondProcess, startFrond } from './support/frond-process.js';
 import { httpGet } from './support/http-get.js';
+import { LEASE_BACKENDS } from './support/lease-coordinators.js';
 import {
   assertUnique,
   maxOf,
@@ -19,94 +16,6 @@ import {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The rest of the fleet, played by the test: holds claims, reads records. */
-interface Coordinator {
-  name: string;
-  args(port: number): string[];
-  /** Claims every worker ID but 0, as 1023 live nodes would, until the test ends. */
-  holdAllButZero(): Promise<void>;
-  claimed(workerId: number): Promise<boolean>;
-  /** The last timestamp recorded for `workerId`. */
-  recorded(workerId: number): Promise<number>;
-}
-
-async function zookeeperCoordinator(t: TestContext): Promise<Coordinator | undefined> {
-  if (!(await zookeeperUp(t))) return undefined;
-  const name = randomName();
-  const client: ZooKeeperClient = await zookeeperClient();
-  t.after(() => client.close());
-  const paths = zookeeperPaths(name);
-  return {
-    name,
-    // 1 s sessions: the floor of scripts/services.sh's ZooKeeper (minSessionTimeout=1000).
-    args: (port) => leaseArgs(['--zk', ZOOKEEPER], name, port, '1000'),
-    async holdAllButZero() {
-      await client.mkdirp(paths.claims);
-      await Promise.all(
-        Array.from({ length: 1023 }, (_, i) =>
-          client.create(`${paths.claims}/${i + 1}`, null, CreateMode.EPHEMERAL),
-        ),
-      );
-    },
-    claimed: async (workerId) => (await client.exists(`${paths.claims}/${workerId}`)) !== undefined,
-    async recorded(workerId) {
-      const { data } = await client.getData(`${paths.workers}/${workerId}`);
-      return (JSON.parse(data.toString()) as { timestamp: number }).timestamp;
-    },
-  };
-}
-
-async function etcdCoordinator(t: TestContext): Promise<Coordinator | undefined> {
-  if (!(await etcdUp(t))) return undefined;
-  const name = randomName();
-  const client = new Etcd3({ hosts: ETCD });
-  const prefix = `/snowflake/${name}/lease`;
-  const lease = client.lease(60, { autoKeepAlive: false });
-  t.after(async () => {
-    await lease.revoke().catch(() => {});
-    client.close();
-  });
-  return {
-    name,
-    // 2 s leases: etcd's floor.
-    args: (port) => leaseArgs(['--etcd', ETCD], name, port, '2000'),
-    async holdAllButZero() {
-      const id = await lease.grant();
-      await Promise.all(
-        Array.from({ length: 1023 }, (_, i) =>
-          client
-            .put(`${prefix}/claims/${i + 1}`)
-            .value('other')
-            .lease(id)
-            .exec(),
-        ),
-      );
-    },
-    claimed: async (workerId) => (await client.get(`${prefix}/claims/${workerId}`).string()) !== null,
-    recorded: async (workerId) => Number(await client.get(`${prefix}/workers/${workerId}`).string()),
-  };
-}
-
-function leaseArgs(coordinator: string[], name: string, port: number, ttlMs: string): string[] {
-  return [
-    '--port',
-    '0',
-    '--no-segment',
-    ...coordinator,
-    '--worker-lease',
-    '--worker-lease-ttl-ms',
-    ttlMs,
-    '--name',
-    name,
-    '--advertise',
-    `127.0.0.1:${port}`,
-    '--coordinator-timeout-ms',
-    '1000',
-    '--data-dir',
-    tempDir(),
-  ];
-}
-
 /** Polls `check` every 25 ms for at most `ms`; answers how long it took, or undefined. */
 async function until(check: () => Promise<boolean>, ms: number): Promise<number | undefined> {
   const started = Date.now();
@@ -117,12 +26,7 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<number 
   return undefined;
 }
 
-const backends: [string, (t: TestContext) => Promise<Coordinator | undefined>][] = [
-  ['ZooKeeper', zookeeperCoordinator],
-  ['etcd', etcdCoordinator],
-];
-
-for (const [backend, coordinatorOf] of backends) {
+for (const [backend, coordinatorOf] of LEASE_BACKENDS) {
   describe(`lease mode on ${backend} (real processes)`, () => {
     it('hands a freed worker ID to a new node only after its holder lease expired and its recorded time passed', async (t) => {
       const coordinator = await coordinatorOf(t);
