@@ -4,9 +4,9 @@ import type { BufferState } from './id-buffer.js';
 import type { IdSource } from './id-source.js';
 import { convertersFor, type IdConverters, type IdOf, type IdType } from './id-type.js';
 import { type ClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
-import { SegmentBuffer } from './segment-buffer.js';
+import { SegmentIdBuffer } from './segment-id-buffer.js';
 import { decodeSnowflake, type SnowflakeParts } from './snowflake.js';
-import { SnowflakeBuffer } from './snowflake-buffer.js';
+import { SnowflakeIdBuffer } from './snowflake-id-buffer.js';
 
 /** A frond client; `Id` is `bigint`, `string` or `number` after the `idType` option. */
 export interface FrondClient<Id> {
@@ -69,12 +69,12 @@ export function createClient<T extends IdType = 'bigint'>(options: ClientOptions
 
 /** The client over any `IdSource`; `createClient` gives it the HTTP one. */
 export class BufferedClient<Id> implements FrondClient<Id> {
-  private readonly buffers = new Map<string, SegmentBuffer<Id>>();
+  private readonly buffers = new Map<string, SegmentIdBuffer<Id>>();
   // The last tag used and its buffer: most callers use one tag in a loop, and comparing a string
   // with itself is cheaper than a Map lookup on the hot path.
   private lastTag: string | undefined;
-  private lastBuffer: SegmentBuffer<Id> | undefined;
-  private readonly snowflakeBuffer: SnowflakeBuffer<Id>;
+  private lastBuffer: SegmentIdBuffer<Id> | undefined;
+  private readonly snowflakeBuffer: SnowflakeIdBuffer<Id>;
   private isClosed = false;
 
   constructor(
@@ -82,7 +82,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
     private readonly converters: IdConverters<Id>,
     private readonly options: ResolvedOptions,
   ) {
-    this.snowflakeBuffer = new SnowflakeBuffer(source, converters.fromDecimal, options.snowflakeMaxAgeMs, {
+    this.snowflakeBuffer = new SnowflakeIdBuffer(source, converters.fromDecimal, options.snowflakeMaxAgeMs, {
       minBatchSize: 1,
       maxBatchSize: options.maxBatchSize,
       batchTargetMs: options.batchTargetMs,
@@ -95,13 +95,13 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   }
 
   tryNextId(tag: string): Id | undefined {
-    return (tag === this.lastTag ? (this.lastBuffer as SegmentBuffer<Id>) : this.bufferOf(tag)).poll();
+    return (tag === this.lastTag ? (this.lastBuffer as SegmentIdBuffer<Id>) : this.bufferOf(tag)).tryNext();
   }
 
   nextId(tag: string): Promise<Id> {
-    if (tag === this.lastTag) return (this.lastBuffer as SegmentBuffer<Id>).take();
+    if (tag === this.lastTag) return (this.lastBuffer as SegmentIdBuffer<Id>).next();
     try {
-      return this.bufferOf(tag).take();
+      return this.bufferOf(tag).next();
     } catch (error) {
       return Promise.reject(error);
     }
@@ -110,7 +110,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   nextIds(tag: string, count: number): Promise<Id[]> {
     try {
       checkCount(count);
-      return this.bufferOf(tag).takeMany(count);
+      return this.bufferOf(tag).nextMany(count);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -118,7 +118,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
 
   snowflake(): Promise<Id> {
     try {
-      return this.snowflakeBuffer.take();
+      return this.snowflakeBuffer.next();
     } catch (error) {
       // The conversion refused an ID (UNSAFE_INTEGER in `number` mode).
       return Promise.reject(error);
@@ -128,7 +128,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   snowflakes(count: number): Promise<Id[]> {
     try {
       checkCount(count);
-      return this.snowflakeBuffer.takeMany(count);
+      return this.snowflakeBuffer.nextMany(count);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -152,7 +152,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
     this.snowflakeBuffer.close();
   }
 
-  private bufferOf(tag: string): SegmentBuffer<Id> {
+  private bufferOf(tag: string): SegmentIdBuffer<Id> {
     let buffer = this.buffers.get(tag);
     if (buffer === undefined) {
       if (this.isClosed) throw closedError();
@@ -162,7 +162,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
           `invalid tag ${JSON.stringify(String(tag).slice(0, 140))}: use 1 to 128 characters of A-Z a-z 0-9 . _ : -`,
         );
       }
-      buffer = new SegmentBuffer(tag, this.source, this.converters.fromSafeInteger, this.options);
+      buffer = new SegmentIdBuffer(tag, this.source, this.converters.fromSafeInteger, this.options);
       this.buffers.set(tag, buffer);
     }
     this.lastTag = tag;

@@ -88,23 +88,24 @@ export abstract class IdBuffer<Id, Batch> {
     return this.options.batchTargetMs;
   }
 
-  /** The next buffered ID, or `undefined` after starting a fetch; throws once closed. */
-  poll(): Id | undefined {
+  /**
+   * The next buffered ID, or `undefined` (a fetch then starts). Never throws and never waits: the
+   * same contract as the server's `tryNext`; `next()` waits, or rejects with the reason (closed,
+   * server errors).
+   */
+  tryNext(): Id | undefined {
     const id = this.tryTake();
-    if (id === undefined) {
-      if (this.closed) throw closedError();
-      this.fetch();
-    }
+    if (id === undefined && !this.closed) this.fetch();
     return id;
   }
 
   /** The next ID: at once from the buffer (an already resolved promise), else after a fetch. */
-  take(): Promise<Id> {
+  next(): Promise<Id> {
     const id = this.tryTake();
     return id === undefined ? this.wait() : Promise.resolve(id);
   }
 
-  takeMany(count: number): Promise<Id[]> {
+  nextMany(count: number): Promise<Id[]> {
     const out: Id[] = [];
     if (this.waiters.length === 0) this.takeInto(out, count);
     if (out.length === count) return Promise.resolve(out);

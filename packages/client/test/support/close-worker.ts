@@ -25,13 +25,14 @@ hanging.close();
 sleeping.close();
 live.close();
 const outcomes = await Promise.allSettled(pending);
-let afterClose: string;
-try {
-  live.tryNextId(tag);
-  afterClose = 'returned';
-} catch (error) {
-  afterClose = (error as { code?: string }).code ?? String(error);
-}
+// After close, tryNextId answers undefined (it never throws) and nextId says why.
+const afterClose =
+  live.tryNextId(tag) !== undefined
+    ? 'returned'
+    : await live.nextId(tag).then(
+        () => 'resolved',
+        (error: unknown) => (error as { code?: string }).code ?? String(error),
+      );
 process.stdout.write(
   `${JSON.stringify({
     outcomes: outcomes.map((o) =>

@@ -14,7 +14,7 @@ interface SnowflakeBatch {
  * dropped: a gap, never a repeat), and sizes batches to last half that at the caller's rate. With
  * `maxAgeMs` 0 nothing is kept: each call (or group of concurrent calls) makes one request.
  */
-export class SnowflakeBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
+export class SnowflakeIdBuffer<Id> extends IdBuffer<Id, SnowflakeBatch> {
   private ids: string[] = [];
   private index = 0;
   private expiresAt = 0;

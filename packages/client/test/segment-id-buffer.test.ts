@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FrondClientError, isFrondClientError } from '../src/errors.js';
 import type { BufferOptions } from '../src/id-buffer.js';
-import { SegmentBuffer } from '../src/segment-buffer.js';
+import { SegmentIdBuffer } from '../src/segment-id-buffer.js';
 import { FakeSource, manualClock, turn } from './support/fake-source.js';
 
-function bufferOver(source: FakeSource, options: Partial<BufferOptions> = {}): SegmentBuffer<number> {
-  return new SegmentBuffer('t', source, (id) => id, {
+function bufferOver(source: FakeSource, options: Partial<BufferOptions> = {}): SegmentIdBuffer<number> {
+  return new SegmentIdBuffer('t', source, (id) => id, {
     minBatchSize: 10,
     maxBatchSize: 10_000,
     batchTargetMs: 1_000,
@@ -15,20 +15,20 @@ function bufferOver(source: FakeSource, options: Partial<BufferOptions> = {}): S
   });
 }
 
-describe('SegmentBuffer', () => {
+describe('SegmentIdBuffer', () => {
   it('answers undefined while empty, starts a fetch, then hands out the batch in order', async () => {
     const source = new FakeSource();
     const buffer = bufferOver(source);
-    assert.equal(buffer.poll(), undefined);
+    assert.equal(buffer.tryNext(), undefined);
     assert.deepEqual(source.requests, [10]);
     await turn();
-    assert.deepEqual([buffer.poll(), buffer.poll(), buffer.poll()], [1, 2, 3]);
+    assert.deepEqual([buffer.tryNext(), buffer.tryNext(), buffer.tryNext()], [1, 2, 3]);
   });
 
   it('fetches the next batch once 10% of the current one is used, before it runs out', async () => {
     const source = new FakeSource();
     const buffer = bufferOver(source, { minBatchSize: 100 });
-    assert.equal(await buffer.take(), 1);
+    assert.equal(await buffer.next(), 1);
     for (let i = 2; i <= 10; i++) assert.equal(buffer.tryTake(), i);
     await turn(2);
     assert.equal(source.requests.length, 1, '10 of 100 used: no prefetch yet');
@@ -44,7 +44,7 @@ describe('SegmentBuffer', () => {
   it('starts the prefetch on a later turn, never inside the caller’s take', async () => {
     const source = new FakeSource();
     const buffer = bufferOver(source, { minBatchSize: 100 });
-    await buffer.take();
+    await buffer.next();
     for (let i = 0; i < 50; i++) buffer.tryTake();
     assert.equal(source.requests.length, 1);
     await turn();
@@ -55,14 +55,14 @@ describe('SegmentBuffer', () => {
     const source = new FakeSource();
     source.gapEvery = 4;
     const buffer = bufferOver(source);
-    const ids = await buffer.takeMany(10);
+    const ids = await buffer.nextMany(10);
     assert.deepEqual(ids, [1, 2, 3, 4, 12, 13, 14, 15, 23, 24]);
   });
 
   it('serves a nextIds larger than the largest batch from several fetches, without a repeat', async () => {
     const source = new FakeSource();
     const buffer = bufferOver(source, { maxBatchSize: 100 });
-    const ids = await buffer.takeMany(1_234);
+    const ids = await buffer.nextMany(1_234);
     assert.equal(ids.length, 1_234);
     assert.equal(new Set(ids).size, 1_234);
     assert.ok(source.requests.every((count) => count <= 100));
@@ -72,7 +72,7 @@ describe('SegmentBuffer', () => {
   it('gives each of many concurrent callers its own ID while one fetch is in flight', async () => {
     const source = new FakeSource(false);
     const buffer = bufferOver(source);
-    const calls = Array.from({ length: 25 }, () => buffer.take());
+    const calls = Array.from({ length: 25 }, () => buffer.next());
     assert.equal(source.requests.length, 1, 'one fetch for all waiting callers');
     for (let i = 0; i < 10 && source.pending > 0; i++) {
       source.release();
@@ -90,10 +90,10 @@ describe('SegmentBuffer', () => {
     const clock = manualClock();
     const source = new FakeSource();
     const buffer = bufferOver(source, { now: clock.now });
-    await buffer.take();
+    await buffer.next();
     // 1,000 IDs in 10 ms is 100 IDs/ms: a batch lasting 1 s would be 100,000, capped at 10,000.
     for (let i = 0; i < 999; i++) {
-      if ((await buffer.take()) === undefined) assert.fail('no ID');
+      if ((await buffer.next()) === undefined) assert.fail('no ID');
       if (i % 100 === 0) clock.advance(1);
     }
     await turn(2);
@@ -102,8 +102,8 @@ describe('SegmentBuffer', () => {
     // instead of dropping to the minimum at once, so one pause does not undo a steady rate.
     for (const expected of [5_000, 2_500]) {
       clock.advance(100_000);
-      await buffer.takeMany(buffer.state().available);
-      await buffer.take();
+      await buffer.nextMany(buffer.state().available);
+      await buffer.next();
       assert.equal(buffer.state().batchSize, expected);
     }
   });
@@ -112,30 +112,27 @@ describe('SegmentBuffer', () => {
     const source = new FakeSource();
     source.failWith = new FrondClientError('SEGMENT_UNAVAILABLE', 'down', { status: 503, retryable: true });
     const buffer = bufferOver(source);
-    await assert.rejects(buffer.take(), (error) => isFrondClientError(error, 'SEGMENT_UNAVAILABLE'));
+    await assert.rejects(buffer.next(), (error) => isFrondClientError(error, 'SEGMENT_UNAVAILABLE'));
     assert.equal(buffer.state().lastError?.code, 'SEGMENT_UNAVAILABLE');
     source.failWith = undefined;
-    assert.equal(await buffer.take(), 1);
+    assert.equal(await buffer.next(), 1);
     assert.equal(buffer.state().lastError, undefined);
   });
 
-  it('on close, drops the buffer, rejects waiting callers and new calls with CLIENT_CLOSED', async () => {
+  it('on close, drops the buffer, rejects waiting callers and new calls with CLIENT_CLOSED, and tryNext answers undefined', async () => {
     const source = new FakeSource(false);
     const buffer = bufferOver(source);
-    const pending = buffer.take();
+    const pending = buffer.next();
     buffer.close();
     await assert.rejects(pending, (error) => isFrondClientError(error, 'CLIENT_CLOSED'));
-    await assert.rejects(buffer.take(), (error) => isFrondClientError(error, 'CLIENT_CLOSED'));
-    assert.throws(
-      () => buffer.poll(),
-      (error) => isFrondClientError(error, 'CLIENT_CLOSED'),
-    );
+    await assert.rejects(buffer.next(), (error) => isFrondClientError(error, 'CLIENT_CLOSED'));
+    assert.equal(buffer.tryNext(), undefined, 'tryNext never throws: closed is nothing to hand out');
     source.release(true);
     await turn();
     assert.equal(buffer.state().available, 0, 'a batch landing after close is dropped');
   });
 
-  it('never hands out an ID twice, whatever mix of take, takeMany and tryTake', async () => {
+  it('never hands out an ID twice, whatever mix of next, nextMany and tryNext', async () => {
     const source = new FakeSource(false);
     source.gapEvery = 37;
     const buffer = bufferOver(source, { maxBatchSize: 64 });
@@ -146,8 +143,8 @@ describe('SegmentBuffer', () => {
       seen.add(id);
     };
     for (let round = 0; round < 200; round++) {
-      const calls = [buffer.take(), buffer.takeMany(1 + (round % 9)), buffer.take()];
-      record(buffer.poll());
+      const calls = [buffer.next(), buffer.nextMany(1 + (round % 9)), buffer.next()];
+      record(buffer.tryNext());
       while (source.pending > 0) {
         source.release();
         await turn();

@@ -15,7 +15,7 @@ const PREFETCH_AFTER_USED = 0.1;
  * a comparison and an increment. IDs taken from one buffer are strictly increasing per server, and
  * each buffered ID is handed out at most once: a run only moves forward.
  */
-export class SegmentBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
+export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
   // The current run, in plain fields because `tryTake` reads them for every ID.
   private value = 0;
   private end = 0;
