@@ -7,6 +7,7 @@ import type { WorkerIdSource, WorkerLease } from './worker-id-source.js';
 
 export interface SnowflakeOptions {
   epoch: number;
+  /** Each millisecond's sequence starts at a random 0–99 (Leaf), not at 0, so IDs spread over shards. */
   randomSequence: boolean;
   /** A clock that moves back by at most this while running is waited for (twice the offset, as Leaf). Leaf: 5 ms. */
   clockToleranceMs: number;
