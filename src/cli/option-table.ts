@@ -1,3 +1,4 @@
+import { LOG_LEVELS } from '../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
@@ -235,7 +236,7 @@ export const SERVE_OPTIONS = [
   oneOf({
     name: 'logLevel',
     flag: 'log-level',
-    values: ['debug', 'info', 'warn', 'error'] as const,
+    values: LOG_LEVELS,
     default: 'info',
     placeholder: 'LEVEL',
     help: 'the least severe log events written',
