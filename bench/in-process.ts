@@ -129,13 +129,13 @@ async function frondSegment(): Promise<{ cases: Case[]; close: () => Promise<voi
   };
 }
 
-function frondSnowflake(randomStart: boolean): Case {
+function frondSnowflake(randomSequence: boolean): Case {
   const generator = () =>
     new SnowflakeGenerator({
       workerId: 1,
       epoch: LEAF_EPOCH,
       clock: systemClock,
-      randomStart,
+      randomSequence,
       random: Math.random,
       lastTimestamp: 0,
       // The service moves this forward every 500 ms on a timer; a synchronous loop has no timers.
@@ -143,9 +143,9 @@ function frondSnowflake(randomStart: boolean): Case {
     });
   const timed = generator();
   return {
-    name: `frond snowflake (\`SnowflakeGenerator.next\`, randomStart ${randomStart ? 'on' : 'off'})`,
+    name: `frond snowflake (\`SnowflakeGenerator.next\`, randomStart ${randomSequence ? 'on' : 'off'})`,
     snowflakeLimit: true,
-    note: randomStart
+    note: randomSequence
       ? 'bigint; Leaf starts each ms at a random 0..99, so a ms holds 4046.5 IDs on average (98.8 % of the limit)'
       : 'bigint; waits for the next ms after 4096',
     errors: 0,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { SERVE_OPTIONS } from '../src/cli/option-table.js';
 import { runFrond, tempDir } from './support/frond-process.js';
 
 /** A failed command says what to fix on one line, with no stack trace. */
@@ -97,5 +98,26 @@ describe('frond CLI', () => {
     assert.equal(help.code, 0);
     assert.match(help.stdout, /frond serve/);
     assert.match((await runFrond(['--version'])).stdout, /^\d+\.\d+\.\d+/);
+  });
+
+  it('answers --help and -h for every command with its options, exit code 0', async () => {
+    const serve = await runFrond(['serve', '--help']);
+    assert.equal(serve.code, 0, serve.stderr);
+    for (const entry of SERVE_OPTIONS) {
+      assert.match(serve.stdout, new RegExp(`^  --${entry.flag}\\b`, 'm'), `--${entry.flag}`);
+      if (entry.env !== null) assert.ok(serve.stdout.includes(entry.env), entry.env);
+    }
+    const cases: [string[], RegExp][] = [
+      [['tag', 'add', '-h'], /^frond tag add <tag> .*--step N/],
+      [['tag', '--help'], /^frond tag add [\s\S]*^frond tag list [\s\S]*^frond tag set-step <tag> <step>/m],
+      [['db', 'init', '--help'], /^frond db init .*--print/],
+      [['decode', '--help'], /^frond decode <id> \[--epoch MS\]/],
+      [['help', 'serve'], /^frond serve \[--host HOST\]/],
+    ];
+    for (const [args, pattern] of cases) {
+      const result = await runFrond(args);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, pattern, args.join(' '));
+    }
   });
 });

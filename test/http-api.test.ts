@@ -190,7 +190,7 @@ describe('HTTP API when the store does not answer', () => {
     store.rows.set('slow', { maxId: 1n, step: 10 });
     const segment = new SegmentAllocator(store, systemClock, silentLogger, {
       ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
-      waitTimeoutMs: 200,
+      segmentWaitMs: 200,
     });
     const server = createServer(
       createApp({ segment, snowflake: undefined, epoch: LEAF_EPOCH, logger: silentLogger }),

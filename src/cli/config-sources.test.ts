@@ -5,18 +5,7 @@ import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/frond-process.js';
 import { isFrondError } from '../core/errors.js';
 import { parseProperties, readConfigFile, readLeafProperties } from './config-sources.js';
-import type { OptionSpec } from './options.js';
-
-const SPECS: Record<string, OptionSpec> = {
-  port: { type: 'string' },
-  store: { type: 'string' },
-  'no-segment': { type: 'boolean' },
-  'no-snowflake': { type: 'boolean' },
-  token: { type: 'string', multiple: true },
-  name: { type: 'string' },
-  zk: { type: 'string' },
-  'advertise-port': { type: 'string' },
-};
+import { SERVE_OPTIONS as SPECS } from './option-table.js';
 
 function file(name: string, text: string): string {
   const path = join(tempDir(), name);
@@ -25,9 +14,9 @@ function file(name: string, text: string): string {
 }
 
 describe('config sources', () => {
-  it('reads a JSON config file of flag names', () => {
+  it('reads a JSON config file of flag names into the settings they name', () => {
     const path = file('frond.json', JSON.stringify({ port: 9000, 'no-segment': true, token: ['a', 'b'] }));
-    assert.deepEqual(readConfigFile(path, SPECS).values, { port: '9000', 'no-segment': true, token: 'a,b' });
+    assert.deepEqual(readConfigFile(path, SPECS).values, { port: '9000', segment: false, tokens: 'a,b' });
   });
 
   it('rejects an unknown key or a wrong type with one line naming it', () => {
@@ -35,6 +24,7 @@ describe('config sources', () => {
       [JSON.stringify({ prot: 1 }), /unknown key "prot"/],
       [JSON.stringify({ 'no-segment': 'yes' }), /no-segment must be true or false/],
       [JSON.stringify({ port: { n: 1 } }), /port must be a string or a number/],
+      [JSON.stringify({ config: 'other.json' }), /unknown key "config"/],
       ['{"port": ', /is not valid JSON/],
       ['[1]', /must hold a JSON object/],
     ];
@@ -61,7 +51,7 @@ describe('config sources', () => {
     });
   });
 
-  it("maps Leaf's leaf.properties to frond's flags", () => {
+  it("maps Leaf's leaf.properties to frond's settings", () => {
     const path = file(
       'leaf.properties',
       [
@@ -79,12 +69,12 @@ describe('config sources', () => {
     );
     assert.deepEqual(readLeafProperties(path, SPECS).values, {
       name: 'com.sankuai.leaf.opensource.test',
-      'no-segment': false,
+      segment: true,
       store: 'mysql://root:s3cret@127.0.0.1:3306/leaf',
-      'no-snowflake': true,
+      snowflake: false,
       zk: '127.0.0.1:2181',
       port: '8081',
-      'advertise-port': '2191',
+      advertisePort: '2191',
     });
   });
 

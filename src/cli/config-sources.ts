@@ -1,12 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
-import type { OptionSpec } from './options.js';
-
-/** Values from a file, by option name, with where each came from for error messages. */
-export interface FileValues {
-  values: Record<string, string | boolean>;
-  sources: Record<string, string>;
-}
+import type { OptionEntry } from './option-entry.js';
+import { type RawValues, turned } from './options.js';
 
 function invalid(message: string): FrondError {
   return new FrondError('INVALID_CONFIG', message);
@@ -23,10 +18,11 @@ function readText(path: string, flag: string): string {
 }
 
 /**
- * `--config FILE`: a JSON object whose keys are `serve`'s flag names (`{"port": 8080, "data-dir":
- * "/var/lib/frond", "no-segment": true}`). An unknown key or a value of the wrong type stops the start.
+ * `--config FILE`: a JSON object whose keys are the entries' `configKey`, the flag names (`{"port":
+ * 8080, "data-dir": "/var/lib/frond", "no-segment": true}`). An unknown key or a value of the wrong
+ * type stops the start.
  */
-export function readConfigFile(path: string, specs: Record<string, OptionSpec>): FileValues {
+export function readConfigFile(path: string, options: readonly OptionEntry[]): RawValues {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readText(path, '--config'));
@@ -37,26 +33,27 @@ export function readConfigFile(path: string, specs: Record<string, OptionSpec>):
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw invalid(`--config ${path} must hold a JSON object of flag names and values`);
   }
-  const values: Record<string, string | boolean> = {};
-  const sources: Record<string, string> = {};
+  const byKey = new Map(
+    options.filter((entry) => entry.configKey !== null).map((entry) => [entry.configKey, entry]),
+  );
+  const values: RawValues['values'] = {};
+  const sources: RawValues['sources'] = {};
   for (const [key, value] of Object.entries(parsed)) {
-    const spec = specs[key];
-    if (spec === undefined || key === 'config' || key === 'leaf-config')
-      throw invalid(`${path}: unknown key ${JSON.stringify(key)}`);
+    const entry = byKey.get(key);
+    if (entry === undefined) throw invalid(`${path}: unknown key ${JSON.stringify(key)}`);
     const where = `${path}: ${key}`;
-    if (spec.type === 'boolean') {
+    const list = entry.type === 'list';
+    if (entry.type === 'boolean') {
       if (typeof value !== 'boolean') throw invalid(`${where} must be true or false`);
-      values[key] = value;
+      values[entry.name] = turned(entry, value);
     } else if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
-      values[key] = String(value);
-    } else if (spec.multiple && Array.isArray(value) && value.every((item) => typeof item === 'string')) {
-      values[key] = value.join(',');
+      values[entry.name] = String(value);
+    } else if (list && Array.isArray(value) && value.every((item) => typeof item === 'string')) {
+      values[entry.name] = value.join(',');
     } else {
-      throw invalid(
-        `${where} must be a ${spec.multiple ? 'string or a list of strings' : 'string or a number'}`,
-      );
+      throw invalid(`${where} must be a ${list ? 'string or a list of strings' : 'string or a number'}`);
     }
-    sources[key] = where;
+    sources[entry.name] = where;
   }
   return { values, sources };
 }
@@ -110,55 +107,52 @@ function storeFromJdbc(
   return `${scheme}://${auth}${match[2]}/${match[3]}`;
 }
 
+/** Keys read only together with another key (`leaf.jdbc.url`'s user and password). */
+const LEAF_COMPANION_KEYS = ['leaf.jdbc.username', 'leaf.jdbc.password'];
+
 /**
- * `--leaf-config leaf.properties`: Leaf's keys mapped to frond's flags, so a Leaf user keeps its
- * file. As in Leaf's code, an absent `leaf.segment.enable` or `leaf.snowflake.enable` means on.
- * An unknown `leaf.*` key stops the start (a typo would otherwise be silently ignored); other keys
- * (Spring's) are left alone.
+ * Leaf keys whose text is not the setting's value as it stands; the rest are taken as they are
+ * (booleans as `true`/`false`). A new key needs only a `leafKey` on its entry, and a line here if
+ * its value must be converted.
  */
-export function readLeafProperties(path: string, specs: Record<string, OptionSpec>): FileValues {
-  const props = parseProperties(readText(path, '--leaf-config'));
-  const values: Record<string, string | boolean> = {};
-  const sources: Record<string, string> = {};
-  const set = (option: string, value: string | boolean, key: string) => {
-    if (specs[option] === undefined) return;
-    values[option] = value;
-    sources[option] = `${path}: ${key}`;
+const LEAF_CONVERSIONS: Record<string, (value: string, props: Map<string, string>, path: string) => string> =
+  {
+    'leaf.jdbc.url': (url, props, path) =>
+      storeFromJdbc(
+        url,
+        props.get('leaf.jdbc.username')?.trim(),
+        props.get('leaf.jdbc.password')?.trim(),
+        path,
+      ),
   };
-  const known = new Set([
-    'leaf.name',
-    'leaf.segment.enable',
-    'leaf.snowflake.enable',
-    'leaf.jdbc.url',
-    'leaf.jdbc.username',
-    'leaf.jdbc.password',
-    'leaf.snowflake.zk.address',
-    'leaf.snowflake.port',
-  ]);
+
+/**
+ * `--leaf-config leaf.properties`: the entries' `leafKey`s, so a Leaf user keeps its file. As in
+ * Leaf's code, an absent `leaf.segment.enable` or `leaf.snowflake.enable` means on. An unknown
+ * `leaf.*` key stops the start (a typo would otherwise be silently ignored); other keys (Spring's)
+ * are left alone.
+ */
+export function readLeafProperties(path: string, options: readonly OptionEntry[]): RawValues {
+  const props = parseProperties(readText(path, '--leaf-config'));
+  const known = new Set([...options.map((entry) => entry.leafKey), ...LEAF_COMPANION_KEYS]);
   for (const key of props.keys()) {
     if (key.startsWith('leaf.') && !known.has(key))
       throw invalid(`${path}: unknown Leaf key ${JSON.stringify(key)}`);
   }
-  const get = (key: string) => props.get(key)?.trim();
-  const name = get('leaf.name');
-  if (name) set('name', name, 'leaf.name');
-  const segment = get('leaf.segment.enable');
-  if (segment) set('no-segment', !leafBoolean(segment, 'leaf.segment.enable', path), 'leaf.segment.enable');
-  const snowflake = get('leaf.snowflake.enable');
-  if (snowflake)
-    set('no-snowflake', !leafBoolean(snowflake, 'leaf.snowflake.enable', path), 'leaf.snowflake.enable');
-  const jdbc = get('leaf.jdbc.url');
-  if (jdbc)
-    set(
-      'store',
-      storeFromJdbc(jdbc, get('leaf.jdbc.username'), get('leaf.jdbc.password'), path),
-      'leaf.jdbc.url',
-    );
-  const zk = get('leaf.snowflake.zk.address');
-  if (zk) set('zk', zk, 'leaf.snowflake.zk.address');
-  const serverPort = get('server.port');
-  if (serverPort) set('port', serverPort, 'server.port');
-  const snowflakePort = get('leaf.snowflake.port');
-  if (snowflakePort) set('advertise-port', snowflakePort, 'leaf.snowflake.port');
+  const values: RawValues['values'] = {};
+  const sources: RawValues['sources'] = {};
+  for (const entry of options) {
+    const key = entry.leafKey;
+    const value = key === undefined ? undefined : props.get(key)?.trim();
+    if (key === undefined || !value) continue;
+    const convert = LEAF_CONVERSIONS[key];
+    values[entry.name] =
+      entry.type === 'boolean'
+        ? leafBoolean(value, key, path)
+        : convert === undefined
+          ? value
+          : convert(value, props, path);
+    sources[entry.name] = `${path}: ${key}`;
+  }
   return { values, sources };
 }

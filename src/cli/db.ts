@@ -1,20 +1,16 @@
 import { backendOf, openStore } from '../stores/store-registry.js';
-import { booleanOption, parseCommand, usage } from './options.js';
-import { STORE_OPTIONS, storeOf } from './store-options.js';
+import { DB_INIT } from './option-table.js';
+import { parseCommand, usage } from './options.js';
+import { storeOf } from './store-options.js';
 
 /**
  * `frond db init [--print]`: prints the DDL of leaf_alloc for the store's dialect (no connection),
  * or creates the table if it is missing. An existing table, Leaf's included, is never altered.
  */
 async function init(args: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseCommand(
-    'db init',
-    args,
-    { ...STORE_OPTIONS, print: { type: 'boolean', env: false } },
-    [],
-  );
-  const spec = storeOf(parsed);
-  if (booleanOption(parsed, 'print')) {
+  const { settings } = parseCommand(DB_INIT, args);
+  const spec = storeOf(settings);
+  if (settings.print) {
     out(`${backendOf(spec).ddl};`);
     return 0;
   }

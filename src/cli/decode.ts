@@ -1,10 +1,11 @@
-import { decomposeSnowflake, LEAF_EPOCH, parseSnowflakeId } from '../core/snowflake-layout.js';
-import { integerOption, parseCommand } from './options.js';
+import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
+import { DECODE } from './option-table.js';
+import { parseCommand } from './options.js';
 
 export async function decodeCommand(args: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseCommand('decode', args, { epoch: { type: 'string' } }, ['id']);
-  const id = parseSnowflakeId(parsed.positionals[0] as string);
-  const parts = decomposeSnowflake(id, integerOption(parsed, 'epoch', LEAF_EPOCH, 0, Date.now()));
+  const { settings, positionals } = parseCommand(DECODE, args);
+  const id = parseSnowflakeId(positionals[0] as string);
+  const parts = decomposeSnowflake(id, settings.epoch);
   out(
     JSON.stringify({
       id: id.toString(),

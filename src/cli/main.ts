@@ -2,42 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describeError, isFrondError } from '../core/errors.js';
 import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
+import { commandHelp, commandsNamed, overviewHelp } from './help.js';
 import { serveCommand } from './serve.js';
 import { tagCommand } from './tag.js';
-
-export const HELP = `frond: a distributed 64-bit ID service, compatible with Meituan Leaf
-
-usage:
-  frond serve [--host 127.0.0.1] [--port 8080] [--store sqlite:PATH] [--data-dir ./data]
-              [--worker-id N] [--no-segment] [--no-snowflake] [--epoch MS]
-              [--no-random-sequence] [--segment-wait-ms 3000] [--tag-refresh-ms 60000]
-              [--max-step 1000000] [--clock-tolerance-ms 5] [--clock-startup-wait-ms 5000]
-              [--shutdown-timeout-ms 10000] [--log-level info]
-              [--token T]... [--admin-token T] [--rate-limit N] [--tls-cert PEM --tls-key PEM]
-              [--config frond.json] [--leaf-config leaf.properties]
-              [--zk HOST:PORT[,…] --name NAME [--advertise HOST:PORT | --advertise-port P]]
-              [--etcd http://HOST:PORT[,…] --name NAME] [--worker-lease] [--worker-lease-ttl-ms 6000]
-              [--coordinator-timeout-ms 3000] [--clock-max-skew-ms 5000]
-              [--workers N]
-  frond tag add TAG [--step 1000] [--start 1] [--description TEXT] [--store S] [--data-dir D]
-  frond tag list [--json] [--store S] [--data-dir D]
-  frond tag set-step TAG N [--store S] [--data-dir D]
-  frond db init [--print] [--store S] [--data-dir D]
-  frond decode ID [--epoch MS]
-  frond help | frond version
-
-Every serve flag is also an environment variable: --port is FROND_PORT, --no-segment is
-FROND_NO_SEGMENT=true. Flags win over the environment.
-
---store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
-or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
-&connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
-
-Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
-coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
-worker ID per ip:port, never reused); --zk --worker-lease or --etcd lease them while a node runs and
-reuse them once free. See docs/worker-ids.md.
-`;
 
 /** Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration. */
 const USAGE_CODES = new Set([
@@ -51,6 +18,13 @@ const USAGE_CODES = new Set([
 export async function main(args: string[]): Promise<number> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const [command, ...rest] = args;
+  // `frond serve --help`, `frond tag add -h`: the options of that command, whatever else is given.
+  const help = command === 'help' ? rest.length > 0 : wantsHelp(rest);
+  const about = help ? commandsNamed(command === 'help' ? rest : args) : [];
+  if (help && about.length > 0) {
+    out(about.map(commandHelp).join('\n'));
+    return 0;
+  }
   try {
     switch (command) {
       case 'serve':
@@ -68,10 +42,10 @@ export async function main(args: string[]): Promise<number> {
       case 'help':
       case '--help':
       case '-h':
-        out(HELP);
+        out(overviewHelp());
         return 0;
       case undefined:
-        process.stderr.write(HELP);
+        process.stderr.write(overviewHelp());
         return 2;
       default:
         process.stderr.write(`frond: unknown command ${JSON.stringify(command)} (see 'frond help')\n`);
@@ -82,6 +56,12 @@ export async function main(args: string[]): Promise<number> {
     if (isFrondError(error)) return USAGE_CODES.has(error.code) ? 2 : 1;
     return 1;
   }
+}
+
+/** `--help` or `-h` before a `--` that ends the options. */
+function wantsHelp(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
 }
 
 function version(): string {

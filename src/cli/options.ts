@@ -1,54 +1,71 @@
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
+import type { OptionEntry, SettingsOf } from './option-entry.js';
+import type { CommandSpec } from './option-table.js';
 
-export interface OptionSpec {
-  type: 'string' | 'boolean';
-  /** Also read from `FROND_<NAME>` (upper case, dashes as underscores). */
-  env?: boolean;
-  /** May be given several times (`--token a --token b`); the environment takes a comma list. */
-  multiple?: boolean;
-}
-
-/** Lower-precedence values (a config file), with where each came from. */
-export interface DefaultValues {
+/**
+ * Values by setting name as given (text, or a boolean already turned the way the setting reads:
+ * `--no-segment` is `segment: false`), before type and bounds are checked; with where each came
+ * from for error messages: `--port`, `FROND_PORT`, `/etc/frond.json: port`.
+ */
+export interface RawValues {
   values: Record<string, string | boolean>;
   sources: Record<string, string>;
 }
 
-export type OptionValues = Record<string, string | boolean | undefined>;
-
-export interface ParsedCommand {
-  values: OptionValues;
+/** A command's checked settings and its positional arguments. */
+export interface ParsedCommand<O extends readonly OptionEntry[]> {
+  settings: SettingsOf<O>;
   positionals: string[];
-  /** Where each value came from, for error messages: `--port` or `FROND_PORT`. */
   sources: Record<string, string>;
 }
 
-export function envName(option: string): string {
-  return `FROND_${option.toUpperCase().replace(/-/g, '_')}`;
+export interface ParseContext {
+  env?: NodeJS.ProcessEnv;
+  /** Config files, the first given winning over the next; all below flags and the environment. */
+  files?: RawValues[];
+  /** An unknown `FROND_*` variable stops the command (`serve`: a typo would be silently ignored). */
+  rejectUnknownEnv?: boolean;
+  /** ms since 1970, the bound of `max: 'now'`. */
+  now?: number;
+}
+
+export function usage(message: string): FrondError {
+  return new FrondError('INVALID_ARGUMENT', message);
+}
+
+/** Flags, then `FROND_*` variables, then the files, then the defaults; every value checked. */
+export function parseCommand<O extends readonly OptionEntry[]>(
+  command: CommandSpec<O>,
+  args: string[],
+  context: ParseContext = {},
+): ParsedCommand<O> {
+  const { raw, positionals } = parseRaw(command, args, context);
+  return {
+    settings: resolveSettings(command.options, raw, context.now),
+    positionals,
+    sources: raw.sources,
+  };
 }
 
 /**
- * Flags first, then `FROND_*` environment variables. Unknown flags and extra arguments are errors
- * with one line that says what to fix.
+ * Flags first, then `FROND_*` environment variables, then `context.files`. Unknown flags and extra
+ * arguments are errors with one line that says what to fix.
  */
-export function parseCommand(
-  command: string,
+export function parseRaw(
+  command: CommandSpec,
   args: string[],
-  specs: Record<string, OptionSpec>,
-  positionalNames: string[],
-  env: NodeJS.ProcessEnv = process.env,
-  defaults: DefaultValues[] = [],
-  rejectUnknownEnv = false,
-): ParsedCommand {
+  context: ParseContext = {},
+): { raw: RawValues; positionals: string[] } {
+  const { env = process.env, files = [] } = context;
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
       args,
       options: Object.fromEntries(
-        Object.entries(specs).map(([name, spec]) => [
-          name,
-          { type: spec.type, multiple: spec.multiple === true },
+        command.options.map((entry) => [
+          entry.flag,
+          { type: entry.type === 'boolean' ? 'boolean' : 'string', multiple: entry.type === 'list' },
         ]),
       ),
       allowPositionals: true,
@@ -57,53 +74,58 @@ export function parseCommand(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const unknown = /Unknown option '([^']+)'/.exec(message);
-    if (unknown) throw usage(`unknown option ${unknown[1]} for 'frond ${command}' (see 'frond help')`);
-    throw usage(`${message.split('.')[0]} (frond ${command})`);
+    if (unknown)
+      throw usage(
+        `unknown option ${unknown[1]} for 'frond ${command.name}' (see 'frond ${command.name} --help')`,
+      );
+    throw usage(`${message.split('.')[0]} (frond ${command.name})`);
   }
-  const values: OptionValues = {};
-  const sources: Record<string, string> = {};
-  for (const [name, spec] of Object.entries(specs)) {
-    const flag = parsed.values[name];
+  const values: RawValues['values'] = {};
+  const sources: RawValues['sources'] = {};
+  for (const entry of command.options) {
+    const flag = parsed.values[entry.flag];
     if (flag !== undefined) {
-      values[name] = Array.isArray(flag) ? flag.join(',') : (flag as string | boolean);
-      sources[name] = `--${name}`;
+      values[entry.name] = Array.isArray(flag) ? flag.join(',') : turned(entry, flag as string | boolean);
+      sources[entry.name] = `--${entry.flag}`;
       continue;
     }
-    const variable = envName(name);
-    const text = spec.env === false ? undefined : env[variable];
-    if (text !== undefined && text !== '') {
-      sources[name] = variable;
-      values[name] = spec.type === 'boolean' ? parseBoolean(variable, text) : text;
+    const text = entry.env === null ? undefined : env[entry.env];
+    if (entry.env !== null && text !== undefined && text !== '') {
+      values[entry.name] = entry.type === 'boolean' ? turned(entry, parseBoolean(entry.env, text)) : text;
+      sources[entry.name] = entry.env;
       continue;
     }
-    // Config files, the first given winning over the next.
-    for (const source of defaults) {
-      const value = source.values[name];
+    for (const file of files) {
+      const value = file.values[entry.name];
       if (value === undefined) continue;
-      values[name] = value;
-      sources[name] = source.sources[name] ?? name;
+      values[entry.name] = value;
+      sources[entry.name] = file.sources[entry.name] ?? entry.name;
       break;
     }
   }
-  if (rejectUnknownEnv) {
-    const known = new Set(
-      Object.entries(specs)
-        .filter(([, spec]) => spec.env !== false)
-        .map(([name]) => envName(name)),
-    );
+  if (context.rejectUnknownEnv) {
+    const known = new Set(command.options.map((entry) => entry.env));
     const unknown = Object.keys(env).find((key) => key.startsWith('FROND_') && !known.has(key));
     if (unknown !== undefined)
-      throw usage(`unknown environment variable ${unknown} for 'frond ${command}' (see 'frond help')`);
+      throw usage(
+        `unknown environment variable ${unknown} for 'frond ${command.name}' (see 'frond ${command.name} --help')`,
+      );
   }
-  if (parsed.positionals.length > positionalNames.length) {
+  const names = command.positionals;
+  if (parsed.positionals.length > names.length) {
     throw usage(
-      `unexpected argument ${JSON.stringify(parsed.positionals[positionalNames.length])} for 'frond ${command}'`,
+      `unexpected argument ${JSON.stringify(parsed.positionals[names.length])} for 'frond ${command.name}'`,
     );
   }
-  const missing = positionalNames.slice(parsed.positionals.length).filter((name) => !name.endsWith('?'));
+  const missing = names.slice(parsed.positionals.length).filter((name) => !name.endsWith('?'));
   if (missing.length > 0)
-    throw usage(`'frond ${command}' needs ${missing.map((name) => `<${name}>`).join(' ')}`);
-  return { values, positionals: parsed.positionals, sources };
+    throw usage(`'frond ${command.name}' needs ${missing.map((name) => `<${name}>`).join(' ')}`);
+  return { raw: { values, sources }, positionals: parsed.positionals };
+}
+
+/** A `no-…` flag (and its variable and key) says true to turn its setting off. */
+export function turned(entry: OptionEntry, value: string | boolean): string | boolean {
+  return entry.negated && typeof value === 'boolean' ? !value : value;
 }
 
 function parseBoolean(variable: string, text: string): boolean {
@@ -112,21 +134,52 @@ function parseBoolean(variable: string, text: string): boolean {
   throw usage(`${variable}=${JSON.stringify(text)} is not a boolean: use true or false`);
 }
 
-export function usage(message: string): FrondError {
-  return new FrondError('INVALID_ARGUMENT', message);
+/** Each entry's value, typed and within its bounds, or its default; a bad one is a one-line error. */
+export function resolveSettings<O extends readonly OptionEntry[]>(
+  options: O,
+  raw: RawValues,
+  now = Date.now(),
+): SettingsOf<O> {
+  const settings: Record<string, unknown> = {};
+  for (const entry of options) {
+    const value = raw.values[entry.name];
+    const source = raw.sources[entry.name] ?? `--${entry.flag}`;
+    settings[entry.name] =
+      value === undefined ? (entry.type === 'list' ? [] : entry.default) : checked(entry, value, source, now);
+  }
+  return settings as SettingsOf<O>;
 }
 
-/** An integer option within bounds, or a one-line error naming where it came from. */
-export function integerOption(
-  parsed: ParsedCommand,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const value = parsed.values[name];
-  if (value === undefined || typeof value === 'boolean') return fallback;
-  return parseInteger(value, parsed.sources[name] ?? `--${name}`, min, max);
+function checked(entry: OptionEntry, value: string | boolean, source: string, now: number): unknown {
+  if (entry.type === 'boolean') return value === true;
+  const text = String(value);
+  switch (entry.type) {
+    case 'integer':
+      return parseInteger(
+        text,
+        source,
+        entry.min ?? Number.MIN_SAFE_INTEGER,
+        entry.max === 'now' ? now : (entry.max ?? Number.MAX_SAFE_INTEGER),
+      );
+    case 'enum':
+      if (!entry.values?.includes(text))
+        throw usage(`${source} ${JSON.stringify(text)} is invalid: use ${inWords(entry.values ?? [])}`);
+      return text;
+    case 'list':
+      return text
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+    default:
+      if (entry.maxLength !== undefined && text.length > entry.maxLength)
+        throw usage(`${source} is longer than ${entry.maxLength} characters`);
+      return text;
+  }
+}
+
+/** `debug, info, warn or error`. */
+export function inWords(values: readonly string[]): string {
+  return values.length < 2 ? values.join('') : `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
 }
 
 export function parseInteger(text: string, label: string, min: number, max: number): number {
@@ -135,23 +188,4 @@ export function parseInteger(text: string, label: string, min: number, max: numb
     throw usage(`${label} ${JSON.stringify(text)} is invalid: use an integer from ${min} to ${max}`);
   }
   return n;
-}
-
-export function stringOption(parsed: ParsedCommand, name: string): string | undefined {
-  const value = parsed.values[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** A `multiple` option as a list (flags repeated, or a comma list in the environment or a file). */
-export function listOption(parsed: ParsedCommand, name: string): string[] {
-  const value = parsed.values[name];
-  if (typeof value !== 'string') return [];
-  return value
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '');
-}
-
-export function booleanOption(parsed: ParsedCommand, name: string): boolean {
-  return parsed.values[name] === true;
 }

@@ -1,8 +1,9 @@
-import { assertStep, assertValidTag } from '../core/tag.js';
+import { assertStep, assertValidTag, MAX_TABLE_STEP } from '../core/tag.js';
 import type { TagAdmin } from '../core/tag-admin.js';
 import { openStore } from '../stores/store-registry.js';
-import { integerOption, parseCommand, parseInteger, stringOption, usage } from './options.js';
-import { STORE_OPTIONS, storeOf } from './store-options.js';
+import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
+import { parseCommand, parseInteger, usage } from './options.js';
+import { storeOf } from './store-options.js';
 
 async function withStore<T>(spec: string, use: (store: TagAdmin) => Promise<T>): Promise<T> {
   const store = openStore(spec);
@@ -14,37 +15,22 @@ async function withStore<T>(spec: string, use: (store: TagAdmin) => Promise<T>):
 }
 
 async function add(args: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseCommand(
-    'tag add',
-    args,
-    {
-      ...STORE_OPTIONS,
-      step: { type: 'string', env: false },
-      start: { type: 'string', env: false },
-      description: { type: 'string', env: false },
-    },
-    ['tag'],
+  const { settings, positionals } = parseCommand(TAG_ADD, args);
+  const tag = assertValidTag(positionals[0] as string);
+  const step = assertStep(settings.step);
+  const { start } = settings;
+  const description = settings.description ?? null;
+  await withStore(storeOf(settings), (store) =>
+    store.addTag({ tag, step, start: BigInt(start), description }),
   );
-  const tag = assertValidTag(parsed.positionals[0] as string);
-  const step = assertStep(integerOption(parsed, 'step', 1000, 1, 2_147_483_647));
-  const start = integerOption(parsed, 'start', 1, 0, Number.MAX_SAFE_INTEGER);
-  const description = stringOption(parsed, 'description') ?? null;
-  if (description !== null && description.length > 256)
-    throw usage('--description is longer than 256 characters');
-  await withStore(storeOf(parsed), (store) => store.addTag({ tag, step, start: BigInt(start), description }));
   out(`added tag ${tag}: first ID ${start}, step ${step}`);
   return 0;
 }
 
 async function list(args: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseCommand(
-    'tag list',
-    args,
-    { ...STORE_OPTIONS, json: { type: 'boolean', env: false } },
-    [],
-  );
-  const rows = await withStore(storeOf(parsed), (store) => store.listRows());
-  if (parsed.values.json === true) {
+  const { settings } = parseCommand(TAG_LIST, args);
+  const rows = await withStore(storeOf(settings), (store) => store.listRows());
+  if (settings.json) {
     out(
       JSON.stringify(
         rows.map((r) => ({
@@ -80,10 +66,10 @@ async function list(args: string[], out: (line: string) => void): Promise<number
 }
 
 async function setStep(args: string[], out: (line: string) => void): Promise<number> {
-  const parsed = parseCommand('tag set-step', args, STORE_OPTIONS, ['tag', 'step']);
-  const tag = assertValidTag(parsed.positionals[0] as string);
-  const step = assertStep(parseInteger(parsed.positionals[1] as string, 'step', 1, 2_147_483_647));
-  await withStore(storeOf(parsed), (store) => store.setStep(tag, step));
+  const { settings, positionals } = parseCommand(TAG_SET_STEP, args);
+  const tag = assertValidTag(positionals[0] as string);
+  const step = assertStep(parseInteger(positionals[1] as string, 'step', 1, MAX_TABLE_STEP));
+  await withStore(storeOf(settings), (store) => store.setStep(tag, step));
   out(`tag ${tag}: step set to ${step} (running nodes use it from their next segment load)`);
   return 0;
 }

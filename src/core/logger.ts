@@ -1,4 +1,7 @@
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+/** From the most verbose to the least. */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** One method, so the core forces no logging library on anyone. */
 export interface Logger {

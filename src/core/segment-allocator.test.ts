@@ -11,7 +11,7 @@ function setup() {
   const clock = new ManualClock();
   const allocator = new SegmentAllocator(store, clock, silentLogger, {
     ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
-    refreshIntervalMs: 60_000,
+    tagRefreshMs: 60_000,
     missingTagTtlMs: 1_000,
   });
   return { store, clock, allocator };

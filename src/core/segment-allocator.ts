@@ -16,14 +16,14 @@ export type AllocatorStore = SegmentStore & Pick<TagAdmin, 'listTags'>;
 
 export interface SegmentAllocatorOptions extends SegmentBufferOptions {
   /** How often the tag list is read again. Leaf: 60 s. */
-  refreshIntervalMs: number;
+  tagRefreshMs: number;
   /** A tag found missing is answered 404 for this long without asking the store again. */
   missingTagTtlMs: number;
 }
 
 export const DEFAULT_SEGMENT_ALLOCATOR_OPTIONS: SegmentAllocatorOptions = {
   ...DEFAULT_SEGMENT_BUFFER_OPTIONS,
-  refreshIntervalMs: 60_000,
+  tagRefreshMs: 60_000,
   missingTagTtlMs: 1_000,
 };
 
@@ -175,7 +175,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     if (this.closed) return;
     this.cancelRefresh = this.clock.schedule(() => {
       void this.refresh().finally(() => this.scheduleRefresh());
-    }, this.options.refreshIntervalMs);
+    }, this.options.tagRefreshMs);
   }
 }
 

@@ -33,7 +33,7 @@ describe('SegmentBuffer under any interleaving (fast-check)', () => {
           const store = new MemoryStore(true);
           store.rows.set('t', { maxId: 1n, step });
           const clock = new ManualClock();
-          const options = { ...DEFAULT_SEGMENT_BUFFER_OPTIONS, waitTimeoutMs: 60_000, retryDelayMs: 0 };
+          const options = { ...DEFAULT_SEGMENT_BUFFER_OPTIONS, segmentWaitMs: 60_000, retryDelayMs: 0 };
           const nodes = [0, 1, 2].map(() => new SegmentBuffer('t', store, clock, options, silentLogger));
           const seen = new Set<number>();
           const lastOf = [-1, -1, -1];

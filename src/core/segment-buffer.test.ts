@@ -86,7 +86,7 @@ describe('SegmentBuffer', () => {
   });
 
   it('waits for the load in flight when both buffers are empty, and serves when it lands in time', async () => {
-    const { store, buffer, clock } = setup(10, 1n, { waitTimeoutMs: 1000 }, true);
+    const { store, buffer, clock } = setup(10, 1n, { segmentWaitMs: 1000 }, true);
     const pending = buffer.next();
     await clock.advance(900);
     store.release();
@@ -94,7 +94,7 @@ describe('SegmentBuffer', () => {
   });
 
   it('answers SEGMENT_UNAVAILABLE after the bounded wait when the database is slow, never hangs', async () => {
-    const { store, buffer, clock } = setup(10, 1n, { waitTimeoutMs: 1000 }, true);
+    const { store, buffer, clock } = setup(10, 1n, { segmentWaitMs: 1000 }, true);
     const pending = buffer.next();
     const outcome = pending.then(
       () => 'served',

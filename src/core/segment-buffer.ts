@@ -11,7 +11,7 @@ export interface SegmentBufferOptions {
    */
   preloadBelowIdle: number;
   /** How long a request waits for the load in flight when both buffers are empty (then 503). */
-  waitTimeoutMs: number;
+  segmentWaitMs: number;
   /**
    * After a failed load, no new load starts for this long, so a database that refuses connections
    * sees one attempt per tag per interval instead of one per request.
@@ -22,7 +22,7 @@ export interface SegmentBufferOptions {
 
 export const DEFAULT_SEGMENT_BUFFER_OPTIONS: SegmentBufferOptions = {
   preloadBelowIdle: 0.9,
-  waitTimeoutMs: 3_000,
+  segmentWaitMs: 3_000,
   retryDelayMs: 500,
   stepRules: LEAF_STEP_RULES,
 };
@@ -302,7 +302,7 @@ export class SegmentBuffer {
   }
 
   private async waitForId(): Promise<number> {
-    const deadline = this.clock.now() + this.options.waitTimeoutMs;
+    const deadline = this.clock.now() + this.options.segmentWaitMs;
     // Each round waits for one load to settle, so a few rounds always suffice; the bound is a guard.
     for (let round = 0; round < 8; round++) {
       const id = this.tryNext();
@@ -313,7 +313,7 @@ export class SegmentBuffer {
       if (remaining <= 0 || (await within(this.clock, loading, remaining)) === undefined) {
         throw new FrondError(
           'SEGMENT_UNAVAILABLE',
-          `no IDs buffered for tag ${this.tag}: the segment load did not finish within ${this.options.waitTimeoutMs} ms (database slow or down); retry`,
+          `no IDs buffered for tag ${this.tag}: the segment load did not finish within ${this.options.segmentWaitMs} ms (database slow or down); retry`,
         );
       }
     }

@@ -32,7 +32,7 @@ function generator(clock: Clock, options: Partial<SnowflakeGeneratorOptions> = {
     workerId: 5,
     epoch: LEAF_EPOCH,
     clock,
-    randomStart: false,
+    randomSequence: false,
     random: Math.random,
     lastTimestamp: 0,
     recordedThrough: Number.POSITIVE_INFINITY,
@@ -54,7 +54,7 @@ describe('SnowflakeGenerator', () => {
   it('starts each new millisecond at a random 0..99 (Leaf), or at 0 when switched off', () => {
     const clock = fixedClock();
     const randoms = [0, 0.999, 0.5];
-    const gen = generator(clock, { randomStart: true, random: () => randoms.shift() ?? 0 });
+    const gen = generator(clock, { randomSequence: true, random: () => randoms.shift() ?? 0 });
     const sequences: number[] = [];
     for (let i = 0; i < 3; i++) {
       sequences.push(decomposeSnowflake(gen.next()).sequence);
@@ -64,7 +64,7 @@ describe('SnowflakeGenerator', () => {
   });
 
   it('waits for the next millisecond after 4096 IDs instead of wrapping: 50,000 IDs, all distinct and increasing', () => {
-    const gen = generator(steppingClock(5000), { randomStart: true });
+    const gen = generator(steppingClock(5000), { randomSequence: true });
     let previous = -1n;
     for (let i = 0; i < 50_000; i++) {
       const id = gen.next();

@@ -16,7 +16,7 @@ export interface SnowflakeGeneratorOptions {
    * Leaf starts each new millisecond's sequence at a random 0..99: at low traffic every ID would
    * otherwise end in sequence 0, and users who shard on `id % N` get skewed buckets.
    */
-  randomStart: boolean;
+  randomSequence: boolean;
   /** A number in [0, 1), as Math.random. */
   random: () => number;
   /** IDs are only issued for timestamps above this (ms since 1970); 0 when nothing is known. */
@@ -48,7 +48,7 @@ export class SnowflakeGenerator {
   private readonly workerBits: bigint;
   private readonly clock: Clock;
   private readonly epoch: number;
-  private readonly randomStart: boolean;
+  private readonly randomSequence: boolean;
   private readonly random: () => number;
   private recordedThrough: number;
 
@@ -57,7 +57,7 @@ export class SnowflakeGenerator {
     this.workerBits = BigInt(options.workerId) << BigInt(SEQUENCE_BITS);
     this.clock = options.clock;
     this.epoch = options.epoch;
-    this.randomStart = options.randomStart;
+    this.randomSequence = options.randomSequence;
     this.random = options.random;
     // With the sequence at its maximum, the first call in this millisecond waits for the next one.
     this.last = options.lastTimestamp;
@@ -104,7 +104,7 @@ export class SnowflakeGenerator {
     }
     this.base = (BigInt(elapsed) << TIMESTAMP_SHIFT) | this.workerBits;
     this.last = t;
-    this.sequence = this.randomStart ? Math.floor(this.random() * 100) : 0;
+    this.sequence = this.randomSequence ? Math.floor(this.random() * 100) : 0;
   }
 
   private waitNextMillisecond(): number {

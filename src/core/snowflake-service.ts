@@ -7,11 +7,12 @@ import type { WorkerIdSource, WorkerLease } from './worker-id-source.js';
 
 export interface SnowflakeOptions {
   epoch: number;
-  randomStart: boolean;
+  /** Each millisecond's sequence starts at a random 0–99 (Leaf), not at 0, so IDs spread over shards. */
+  randomSequence: boolean;
   /** A clock that moves back by at most this while running is waited for (twice the offset, as Leaf). Leaf: 5 ms. */
-  backwardsToleranceMs: number;
+  clockToleranceMs: number;
   /** At start, a clock behind the last recorded timestamp by at most this is waited for; more refuses to start. */
-  startupWaitMs: number;
+  clockStartupWaitMs: number;
   /**
    * The node records a timestamp this far ahead of its clock before using it, so that after a crash
    * (SIGKILL, power loss) a restart knows a bound on every timestamp the old process could have used.
@@ -23,9 +24,9 @@ export interface SnowflakeOptions {
 
 export const DEFAULT_SNOWFLAKE_OPTIONS: SnowflakeOptions = {
   epoch: LEAF_EPOCH,
-  randomStart: true,
-  backwardsToleranceMs: 5,
-  startupWaitMs: 5_000,
+  randomSequence: true,
+  clockToleranceMs: 5,
+  clockStartupWaitMs: 5_000,
   recordAheadMs: 2_000,
   recordEveryMs: 500,
 };
@@ -119,7 +120,7 @@ export class SnowflakeService {
     }
     const behind = lease.lastTimestamp - now;
     if (behind >= 0) {
-      if (behind > options.startupWaitMs) {
+      if (behind > options.clockStartupWaitMs) {
         throw new FrondError(
           'CLOCK_MOVED_BACKWARDS',
           `the clock is ${behind} ms behind ${new Date(lease.lastTimestamp).toISOString()}, the last timestamp worker ${workerId} used (${source.description}); fix the clock or start later`,
@@ -128,7 +129,7 @@ export class SnowflakeService {
       logger.log('warn', 'snowflake.clock_behind_at_start', { workerId, behindMs: behind });
       // Timers run on the monotonic clock and the wall clock may be slewed, so one sleep of the gap
       // can end a millisecond short: sleep the rest again, up to 1 s past the allowed wait.
-      const giveUpAt = now + options.startupWaitMs + 1_000;
+      const giveUpAt = now + options.clockStartupWaitMs + 1_000;
       while (now <= lease.lastTimestamp) {
         if (now >= giveUpAt) {
           throw new FrondError(
@@ -147,7 +148,7 @@ export class SnowflakeService {
       workerId,
       epoch: options.epoch,
       clock,
-      randomStart: options.randomStart,
+      randomSequence: options.randomSequence,
       random,
       lastTimestamp: lease.lastTimestamp,
       recordedThrough,
@@ -218,7 +219,7 @@ export class SnowflakeService {
   private async recover(error: unknown): Promise<boolean> {
     if (error instanceof ClockMovedBackwardsError) {
       this.backwardsEvents++;
-      const tolerable = error.offsetMs <= this.options.backwardsToleranceMs;
+      const tolerable = error.offsetMs <= this.options.clockToleranceMs;
       this.logger.log('warn', 'snowflake.clock_moved_backwards', {
         workerId: this.workerId,
         offsetMs: error.offsetMs,
@@ -298,7 +299,7 @@ export class SnowflakeService {
         workerId,
         epoch: this.options.epoch,
         clock: this.clock,
-        randomStart: this.options.randomStart,
+        randomSequence: this.options.randomSequence,
         random: this.random,
         lastTimestamp: floor,
         recordedThrough: through,

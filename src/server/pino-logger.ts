@@ -1,12 +1,6 @@
 import pino from 'pino';
 import type { Logger, LogLevel } from '../core/logger.js';
 
-const LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error'];
-
-export function isLogLevel(text: string): text is LogLevel {
-  return LEVELS.includes(text);
-}
-
 /**
  * Structured JSON logs through pino: one line per event that matters, `{"level","time","event",…}`,
  * written synchronously to standard output so the last lines before a crash are not lost.

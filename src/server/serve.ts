@@ -18,6 +18,10 @@ import type { Readiness } from './ops-routes.js';
 import { RateLimiter } from './rate-limit.js';
 import { StatsSampler } from './stats.js';
 
+/**
+ * What `startServer` needs, each field named as its setting in the CLI's option table and in the
+ * core's options (`segmentWaitMs` is `--segment-wait-ms` is `SegmentBufferOptions.segmentWaitMs`).
+ */
 export interface ServeConfig {
   host: string;
   port: number;
@@ -83,8 +87,8 @@ export async function startServer(
       cleanups.push(() => opened.close());
       segment = new SegmentAllocator(store, clock, logger, {
         ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
-        waitTimeoutMs: config.segmentWaitMs,
-        refreshIntervalMs: config.tagRefreshMs,
+        segmentWaitMs: config.segmentWaitMs,
+        tagRefreshMs: config.tagRefreshMs,
         stepRules: { ...LEAF_STEP_RULES, maxStep: config.maxStep },
       });
       await segment.start();
@@ -107,9 +111,9 @@ export async function startServer(
         {
           ...DEFAULT_SNOWFLAKE_OPTIONS,
           epoch: config.epoch,
-          randomStart: config.randomSequence,
-          backwardsToleranceMs: config.clockToleranceMs,
-          startupWaitMs: config.clockStartupWaitMs,
+          randomSequence: config.randomSequence,
+          clockToleranceMs: config.clockToleranceMs,
+          clockStartupWaitMs: config.clockStartupWaitMs,
         },
       );
       const service = snowflake;

@@ -23,26 +23,27 @@ export interface CoordinatorConfig {
   advertiseHost: string | undefined;
   advertisePort: number | undefined;
   /** ZooKeeper session timeout or etcd lease TTL in lease mode. */
-  leaseTtlMs: number;
+  workerLeaseTtlMs: number;
   /** Bound on connecting and on each call to the coordinator. */
-  timeoutMs: number;
+  coordinatorTimeoutMs: number;
   /** Leaf mode: refuse to start with a clock further than this from the other live nodes'; 0: off. */
-  maxClockSkewMs: number;
+  clockMaxSkewMs: number;
 }
 
-/** The flags as parsed, before their rules are checked. */
+/** The settings as parsed (named as in the CLI's option table), before their rules are checked. */
 export interface CoordinatorFlags {
   zk: string | undefined;
   etcd: string | undefined;
   name: string | undefined;
   advertise: string | undefined;
   advertisePort: number | undefined;
-  lease: boolean;
-  leaseTtlMs: number;
-  timeoutMs: number;
-  maxClockSkewMs: number;
+  workerLease: boolean;
+  workerLeaseTtlMs: number;
+  coordinatorTimeoutMs: number;
+  clockMaxSkewMs: number;
   workerId: number | undefined;
-  httpPort: number;
+  /** The HTTP port: the identity's port unless advertised. */
+  port: number;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 6_000;
@@ -57,7 +58,7 @@ function usage(message: string): FrondError {
 export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | undefined {
   if (flags.zk !== undefined && flags.etcd !== undefined) throw usage('--zk and --etcd: pick one');
   if (flags.zk === undefined && flags.etcd === undefined) {
-    if (flags.lease) throw usage('--worker-lease needs --zk or --etcd');
+    if (flags.workerLease) throw usage('--worker-lease needs --zk or --etcd');
     return undefined;
   }
   const kind = flags.zk !== undefined ? 'zookeeper' : 'etcd';
@@ -99,8 +100,8 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
     throw usage(
       `--advertise ${JSON.stringify(flags.advertise)} has a '-': Leaf splits node names at '-'; use the IP address`,
     );
-  const lease = kind === 'etcd' || flags.lease;
-  if (!lease && advertisePort === undefined && flags.httpPort === 0)
+  const lease = kind === 'etcd' || flags.workerLease;
+  if (!lease && advertisePort === undefined && flags.port === 0)
     throw usage(
       '--zk with --port 0 has no stable identity (ip:port is the worker ID): set --advertise host:port or --advertise-port',
     );
@@ -111,9 +112,9 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
     lease,
     advertiseHost,
     advertisePort,
-    leaseTtlMs: flags.leaseTtlMs,
-    timeoutMs: flags.timeoutMs,
-    maxClockSkewMs: flags.maxClockSkewMs,
+    workerLeaseTtlMs: flags.workerLeaseTtlMs,
+    coordinatorTimeoutMs: flags.coordinatorTimeoutMs,
+    clockMaxSkewMs: flags.clockMaxSkewMs,
   };
 }
 
@@ -161,8 +162,8 @@ export function openWorkerIdSource(
       host,
       port,
       dataDir: context.dataDir,
-      timeoutMs: config.timeoutMs,
-      maxClockSkewMs: config.maxClockSkewMs,
+      timeoutMs: config.coordinatorTimeoutMs,
+      maxClockSkewMs: config.clockMaxSkewMs,
       unreportedMarginMs: LEAF_REPORT_EVERY_MS + context.recordAheadMs,
       clock,
       logger,
@@ -173,24 +174,24 @@ export function openWorkerIdSource(
           hosts: config.endpoints,
           name: config.name,
           identity,
-          ttlMs: config.leaseTtlMs,
-          timeoutMs: config.timeoutMs,
+          ttlMs: config.workerLeaseTtlMs,
+          timeoutMs: config.coordinatorTimeoutMs,
         })
       : new ZooKeeperLeaseBackend({
           connect: config.endpoints.join(','),
           name: config.name,
           identity,
-          sessionTimeoutMs: config.leaseTtlMs,
-          timeoutMs: config.timeoutMs,
+          sessionTimeoutMs: config.workerLeaseTtlMs,
+          timeoutMs: config.coordinatorTimeoutMs,
           clock,
         });
   return new LeaseWorkerIdSource(backend, {
     clock,
     monotonic: () => performance.now(),
     logger,
-    timeoutMs: config.timeoutMs,
+    timeoutMs: config.coordinatorTimeoutMs,
     // A crashed node's claim lasts one TTL after its last heartbeat; twice that and more is enough.
-    acquireWaitMs: 2 * config.leaseTtlMs + config.timeoutMs,
+    acquireWaitMs: 2 * config.workerLeaseTtlMs + config.coordinatorTimeoutMs,
     retryMs: 500,
   });
 }

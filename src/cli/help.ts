@@ -1,0 +1,134 @@
+import type { OptionEntry } from './option-entry.js';
+import { COMMANDS, type CommandSpec } from './option-table.js';
+
+/** Usage lines wrap here, well inside an 80-column terminal's second half and a 100-column one. */
+const WIDTH = 100;
+
+const PROSE = `Every serve setting is also an environment variable and a key of --config FILE: --port is
+FROND_PORT and "port", --no-segment is FROND_NO_SEGMENT=true and "no-segment": true. Flags win over
+the environment, the environment over --config, --config over --leaf-config, and that over the
+defaults. 'frond serve --help' lists every setting with its default and bounds.
+
+--store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
+or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
+&connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
+
+Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
+coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
+worker ID per ip:port, never reused); --zk --worker-lease or --etcd lease them while a node runs and
+reuse them once free. See docs/worker-ids.md.
+`;
+
+/** Markdown to plain text: no backticks, a link becomes its text. */
+function plain(text: string): string {
+  return text.replace(/\[([^\]]+)\]\([^)]+\)/g, '$1').replace(/`/g, '');
+}
+
+/** The default in words, Markdown. */
+export function defaultOf(entry: OptionEntry): string {
+  if (entry.describedDefault !== undefined) return entry.describedDefault;
+  if (entry.type === 'boolean') return entry.default === true ? 'on' : 'off';
+  if (entry.default === undefined || entry.type === 'list') return 'none';
+  return `\`${String(entry.default)}\``;
+}
+
+/** The values an entry takes, `0–65535 ms`; empty when any text goes. */
+export function rangeOf(entry: OptionEntry): string {
+  const unit = entry.unit === undefined ? '' : ` ${entry.unit}`;
+  if (entry.type === 'integer') return `${entry.min}–${entry.max === 'now' ? 'now' : entry.max}${unit}`;
+  if (entry.type === 'enum') return (entry.values ?? []).join(', ');
+  if (entry.type === 'list') return 'list';
+  if (entry.maxLength !== undefined) return `up to ${entry.maxLength} characters`;
+  return '';
+}
+
+function flagWithValue(entry: OptionEntry): string {
+  return entry.type === 'boolean' ? `--${entry.flag}` : `--${entry.flag} ${entry.placeholder}`;
+}
+
+/** `frond tag add <tag> [--store URL] …`, wrapped at WIDTH with the options aligned. */
+export function usageOf(command: CommandSpec): string {
+  const head = `frond ${command.name}${command.positionals.map((name) => ` <${name.replace(/\?$/, '')}>`).join('')}`;
+  const words = command.options.map((entry) => {
+    const word = `[${flagWithValue(entry)}]`;
+    return entry.type === 'list' ? `${word}…` : word;
+  });
+  const indent = ' '.repeat(head.length + 1);
+  const lines: string[] = [];
+  let line = head;
+  for (const word of words) {
+    if (line.length + 1 + word.length > WIDTH && line !== head) {
+      lines.push(line);
+      line = indent + word;
+    } else line = `${line} ${word}`;
+  }
+  lines.push(line);
+  return lines.join('\n');
+}
+
+/** `frond serve --help`: the usage line, then each option with its default, bounds and other names. */
+export function commandHelp(command: CommandSpec): string {
+  const left = command.options.map((entry) => `  ${flagWithValue(entry)}`);
+  const column = Math.max(...left.map((text) => text.length)) + 2;
+  const rows = command.options.map((entry, i) => {
+    const facts = [
+      `default ${plain(defaultOf(entry))}`,
+      rangeOf(entry),
+      entry.env ?? '',
+      entry.leafKey === undefined ? '' : `leaf.properties ${entry.leafKey}`,
+    ].filter((fact) => fact !== '');
+    return `${(left[i] as string).padEnd(column)}${plain(entry.help)}\n${' '.repeat(column)}${facts.join('; ')}`;
+  });
+  return `${usageOf(command)}\n\n${command.summary}.\n\n${rows.join('\n')}\n`;
+}
+
+/** `frond help`: every command's usage, then how settings are given. */
+export function overviewHelp(): string {
+  const usages = COMMANDS.map((command) => `  ${usageOf(command).replace(/\n/g, '\n  ')}`);
+  return `frond: a distributed 64-bit ID service, compatible with Meituan Leaf
+
+usage:
+${usages.join('\n')}
+  frond help [COMMAND] | frond COMMAND --help | frond version
+
+${PROSE}`;
+}
+
+/** The commands `frond WORDS --help` is about: `tag` is every tag subcommand, `tag add` only that one. */
+export function commandsNamed(words: string[]): CommandSpec[] {
+  const [first, second] = words;
+  const exact = COMMANDS.filter((command) => command.name === `${first} ${second}`);
+  return exact.length > 0 ? exact : COMMANDS.filter((command) => command.name.split(' ')[0] === first);
+}
+
+/** The lines around the README's configuration table. */
+export const README_TABLE_BEGIN = '<!-- options table: generated from src/cli/option-table.ts -->';
+export const README_TABLE_END = '<!-- end of options table -->';
+
+/**
+ * The README's configuration table: one row per entry, every cell from the table. Columns are
+ * padded so the Markdown source reads as a table too.
+ */
+export function readmeTable(options: readonly OptionEntry[]): string {
+  const code = (text: string | null | undefined) => (text ? `\`${text}\`` : '');
+  const rows = [
+    ['flag', 'environment', 'config key', 'leaf.properties', 'default', 'values', 'meaning'],
+    ...options.map((entry) => [
+      code(`--${entry.flag}`),
+      code(entry.env),
+      code(entry.configKey),
+      code(entry.leafKey),
+      defaultOf(entry),
+      rangeOf(entry),
+      entry.help,
+    ]),
+  ];
+  const widths = (rows[0] as string[]).map((_, column) =>
+    Math.max(...rows.map((row) => (row[column] as string).length)),
+  );
+  const line = (row: string[]) =>
+    `| ${row.map((cell, column) => cell.padEnd(widths[column] as number)).join(' | ')} |`;
+  const rule = `| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`;
+  const [header, ...body] = rows as [string[], ...string[][]];
+  return [line(header), rule, ...body.map(line)].join('\n');
+}

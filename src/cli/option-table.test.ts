@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { envName } from './option-entry.js';
+import { COMMANDS, SERVE, SERVE_OPTIONS } from './option-table.js';
+import { parseCommand, type RawValues } from './options.js';
+import { serveConfig } from './serve.js';
+
+describe('option table', () => {
+  it('gives each setting one name, one flag, one variable and one key, derived alike', () => {
+    for (const command of COMMANDS) {
+      const names = command.options.map((entry) => entry.name);
+      const flags = command.options.map((entry) => entry.flag);
+      assert.equal(new Set(names).size, names.length, `${command.name}: a name twice`);
+      assert.equal(new Set(flags).size, flags.length, `${command.name}: a flag twice`);
+      for (const entry of command.options) {
+        assert.ok(entry.env === null || entry.env === envName(entry.flag), entry.flag);
+        assert.ok(entry.configKey === null || entry.configKey === entry.flag, entry.flag);
+        assert.equal(
+          entry.negated,
+          entry.flag.startsWith('no-'),
+          `--${entry.flag}: only a default-on switch is --no-…`,
+        );
+      }
+    }
+  });
+
+  it('keeps every default within its bounds', () => {
+    for (const entry of SERVE_OPTIONS) {
+      if (entry.type !== 'integer' || entry.default === undefined) continue;
+      const max = entry.max === 'now' ? Date.now() : (entry.max as number);
+      const value = Number(entry.default);
+      assert.ok((entry.min as number) <= value && value <= max, entry.flag);
+    }
+  });
+
+  it('reads each setting from its flag, variable and key alike, flags first', () => {
+    const file = (values: RawValues['values']): RawValues => ({ values, sources: {} });
+    const viaFlag = parseCommand(SERVE, ['--segment-wait-ms', '7', '--no-random-sequence']).settings;
+    const viaEnv = parseCommand(SERVE, [], {
+      env: { FROND_SEGMENT_WAIT_MS: '7', FROND_NO_RANDOM_SEQUENCE: 'true' },
+    }).settings;
+    const viaFile = parseCommand(SERVE, [], {
+      env: {},
+      files: [file({ segmentWaitMs: '7', randomSequence: false })],
+    }).settings;
+    for (const settings of [viaFlag, viaEnv, viaFile]) {
+      assert.equal(settings.segmentWaitMs, 7);
+      assert.equal(settings.randomSequence, false);
+    }
+    const both = parseCommand(SERVE, ['--port', '1'], {
+      env: { FROND_PORT: '2' },
+      files: [file({ port: '3' })],
+    });
+    assert.equal(both.settings.port, 1);
+    assert.equal(
+      parseCommand(SERVE, [], { env: { FROND_PORT: '2' }, files: [file({ port: '3' })] }).settings.port,
+      2,
+    );
+  });
+
+  it('names the fields of the server config as the settings they come from', () => {
+    const settings = parseCommand(SERVE, ['--data-dir', '/tmp/x'], { env: {} }).settings;
+    const names = new Set(SERVE_OPTIONS.map((entry) => entry.name));
+    // Two fields group settings that are checked together: `coordinator` (--zk, --etcd, …) and `tls`.
+    const grouped = new Set(['coordinator', 'tls']);
+    for (const field of Object.keys(serveConfig(settings)))
+      assert.ok(names.has(field as never) || grouped.has(field), `ServeConfig.${field} has no entry`);
+  });
+
+  it('answers a bad value with one line naming where it came from and what to use', () => {
+    const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+      [['--max-step', '0'], {}, /^--max-step "0" is invalid: use an integer from 1 to 2147483647$/],
+      [
+        [],
+        { FROND_LOG_LEVEL: 'loud' },
+        /^FROND_LOG_LEVEL "loud" is invalid: use debug, info, warn or error$/,
+      ],
+      [[], { FROND_NO_SEGMENT: 'maybe' }, /^FROND_NO_SEGMENT="maybe" is not a boolean: use true or false$/],
+      [
+        ['--epoch', String(Date.now() + 60_000)],
+        {},
+        /^--epoch "\d+" is invalid: use an integer from 0 to \d+$/,
+      ],
+    ];
+    for (const [args, env, pattern] of cases)
+      assert.throws(
+        () => parseCommand(SERVE, args, { env }),
+        (error: Error) => pattern.test(error.message),
+        args.join(' '),
+      );
+  });
+});

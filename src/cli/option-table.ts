@@ -1,0 +1,413 @@
+import { LOG_LEVELS } from '../core/logger.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../core/segment-allocator.js';
+import { LEAF_STEP_RULES } from '../core/segment-step.js';
+import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
+import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
+import { MAX_TABLE_STEP } from '../core/tag.js';
+import { MAX_WORKERS } from '../server/cluster.js';
+import {
+  DEFAULT_COORDINATOR_TIMEOUT_MS,
+  DEFAULT_LEASE_TTL_MS,
+  DEFAULT_MAX_CLOCK_SKEW_MS,
+} from '../workers/open-worker-id-source.js';
+import { boolean, integer, list, type OptionEntry, oneOf, type SettingsOf, string } from './option-entry.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** Where `leaf_alloc` lives; every command that reaches the store takes these two. */
+export const STORE_OPTIONS = [
+  string({
+    name: 'dataDir',
+    flag: 'data-dir',
+    default: './data',
+    placeholder: 'PATH',
+    help: "the node's own files: SQLite database (by default), worker ID and recorded timestamp, pid file",
+  }),
+  string({
+    name: 'store',
+    flag: 'store',
+    default: undefined,
+    describedDefault: '`sqlite:<data-dir>/frond.db`',
+    leafKey: 'leaf.jdbc.url',
+    placeholder: 'URL',
+    help: 'where `leaf_alloc` lives: `sqlite:PATH`, `postgres://user:pass@host:5432/db` or `mysql://user:pass@host:3306/db` (MySQL and MariaDB); see [docs/databases.md](docs/databases.md)',
+  }),
+] as const;
+
+/** Shared by `serve` and `decode`: the IDs of a node decode with the epoch it was started with. */
+const EPOCH = integer({
+  name: 'epoch',
+  flag: 'epoch',
+  default: DEFAULT_SNOWFLAKE_OPTIONS.epoch,
+  min: 0,
+  max: 'now',
+  unit: 'ms',
+  placeholder: 'MS',
+  help: "snowflake epoch in ms since 1970 (Leaf's); also used to decode",
+});
+
+/**
+ * Every setting of `frond serve`, in the order of `--help` and the README. Defaults of the core's
+ * settings are the core's own (`DEFAULT_SNOWFLAKE_OPTIONS`, …), so the core stays the source.
+ */
+export const SERVE_OPTIONS = [
+  string({
+    name: 'host',
+    flag: 'host',
+    default: '127.0.0.1',
+    placeholder: 'HOST',
+    help: 'address to listen on (`0.0.0.0` for all)',
+  }),
+  integer({
+    name: 'port',
+    flag: 'port',
+    default: 8080,
+    min: 0,
+    max: 65_535,
+    leafKey: 'server.port',
+    help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line)',
+  }),
+  ...STORE_OPTIONS,
+  integer({
+    name: 'workerId',
+    flag: 'worker-id',
+    default: undefined,
+    min: 0,
+    max: MAX_WORKER_ID,
+    describedDefault: 'kept in the data dir (random on first start)',
+    help: 'snowflake worker ID',
+  }),
+  string({
+    name: 'zk',
+    flag: 'zk',
+    default: undefined,
+    leafKey: 'leaf.snowflake.zk.address',
+    placeholder: 'HOST:PORT[,…]',
+    help: 'ZooKeeper `host:port[,host:port…]` for worker IDs',
+  }),
+  string({
+    name: 'etcd',
+    flag: 'etcd',
+    default: undefined,
+    placeholder: 'http://HOST:PORT[,…]',
+    help: 'etcd `http://host:port[,…]` for leased worker IDs',
+  }),
+  string({
+    name: 'name',
+    flag: 'name',
+    default: undefined,
+    describedDefault: 'none (required with `--zk`/`--etcd`)',
+    leafKey: 'leaf.name',
+    placeholder: 'NAME',
+    help: 'paths live under `/snowflake/NAME/` (no `-`)',
+  }),
+  string({
+    name: 'advertise',
+    flag: 'advertise',
+    default: undefined,
+    describedDefault: 'first non-internal IPv4 and the HTTP port',
+    placeholder: 'HOST:PORT',
+    help: "the node's `ip:port` identity in Leaf's layout; set it in containers",
+  }),
+  integer({
+    name: 'advertisePort',
+    flag: 'advertise-port',
+    default: undefined,
+    min: 1,
+    max: 65_535,
+    describedDefault: 'the HTTP port',
+    leafKey: 'leaf.snowflake.port',
+    help: 'only the port of that identity',
+  }),
+  boolean({
+    name: 'workerLease',
+    flag: 'worker-lease',
+    default: false,
+    help: 'lease mode on ZooKeeper (etcd is always lease mode)',
+  }),
+  integer({
+    name: 'workerLeaseTtlMs',
+    flag: 'worker-lease-ttl-ms',
+    default: DEFAULT_LEASE_TTL_MS,
+    // ZooKeeper's floor is 2 ticks (4 s with its default tickTime, 1 s in scripts/services.sh); etcd's is 2 s.
+    min: 1_000,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'ZooKeeper session timeout or etcd lease TTL',
+  }),
+  integer({
+    name: 'coordinatorTimeoutMs',
+    flag: 'coordinator-timeout-ms',
+    default: DEFAULT_COORDINATOR_TIMEOUT_MS,
+    min: 100,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'bound on connecting and on every call to ZooKeeper or etcd',
+  }),
+  integer({
+    name: 'clockMaxSkewMs',
+    flag: 'clock-max-skew-ms',
+    default: DEFAULT_MAX_CLOCK_SKEW_MS,
+    min: 0,
+    max: HOUR,
+    unit: 'ms',
+    help: "Leaf layout: refuse to start with a clock further than this from the other live nodes' (0: off)",
+  }),
+  boolean({
+    name: 'segment',
+    flag: 'no-segment',
+    default: true,
+    leafKey: 'leaf.segment.enable',
+    describedDefault: 'segment mode on',
+    help: 'switch segment mode off',
+  }),
+  boolean({
+    name: 'snowflake',
+    flag: 'no-snowflake',
+    default: true,
+    leafKey: 'leaf.snowflake.enable',
+    describedDefault: 'snowflake mode on',
+    help: 'switch snowflake mode off',
+  }),
+  EPOCH,
+  boolean({
+    name: 'randomSequence',
+    flag: 'no-random-sequence',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.randomSequence,
+    describedDefault: 'random start on',
+    help: "start each millisecond's sequence at 0 instead of a random 0–99",
+  }),
+  integer({
+    name: 'segmentWaitMs',
+    flag: 'segment-wait-ms',
+    default: DEFAULT_SEGMENT_ALLOCATOR_OPTIONS.segmentWaitMs,
+    min: 1,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'how long a request waits for a segment when both buffers are empty',
+  }),
+  integer({
+    name: 'tagRefreshMs',
+    flag: 'tag-refresh-ms',
+    default: DEFAULT_SEGMENT_ALLOCATOR_OPTIONS.tagRefreshMs,
+    // Below 100 ms the tag list would be read more often than a busy node loads segments.
+    min: 100,
+    max: 24 * HOUR,
+    unit: 'ms',
+    help: 'how often the tag list is re-read',
+  }),
+  integer({
+    name: 'maxStep',
+    flag: 'max-step',
+    default: LEAF_STEP_RULES.maxStep,
+    min: 1,
+    max: MAX_TABLE_STEP,
+    help: 'upper bound of the dynamic step',
+  }),
+  integer({
+    name: 'clockToleranceMs',
+    flag: 'clock-tolerance-ms',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.clockToleranceMs,
+    min: 0,
+    // A request may wait twice this (as Leaf); past 1 s a caller is better served by an error.
+    max: 1_000,
+    unit: 'ms',
+    help: 'a clock step back up to this is waited out while running',
+  }),
+  integer({
+    name: 'clockStartupWaitMs',
+    flag: 'clock-startup-wait-ms',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.clockStartupWaitMs,
+    min: 0,
+    max: HOUR,
+    unit: 'ms',
+    help: 'at start, a clock behind the recorded timestamp by up to this is waited for; more refuses to start',
+  }),
+  integer({
+    name: 'shutdownTimeoutMs',
+    flag: 'shutdown-timeout-ms',
+    default: 10_000,
+    min: 0,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'on SIGTERM, how long requests in flight may take before connections are cut',
+  }),
+  oneOf({
+    name: 'logLevel',
+    flag: 'log-level',
+    values: LOG_LEVELS,
+    default: 'info',
+    placeholder: 'LEVEL',
+    help: 'the least severe log events written',
+  }),
+  integer({
+    name: 'workers',
+    flag: 'workers',
+    default: 1,
+    min: 1,
+    max: MAX_WORKERS,
+    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`',
+  }),
+  list({
+    name: 'tokens',
+    flag: 'token',
+    describedDefault: 'none: ID endpoints open',
+    placeholder: 'T',
+    help: 'a token that may ask for IDs; repeat the flag for several',
+  }),
+  string({
+    name: 'adminToken',
+    flag: 'admin-token',
+    default: undefined,
+    describedDefault: 'none: admin API on loopback only',
+    placeholder: 'T',
+    help: 'the token of the admin API',
+  }),
+  integer({
+    name: 'rateLimit',
+    flag: 'rate-limit',
+    default: 0,
+    min: 0,
+    max: 10_000_000,
+    unit: 'requests/s',
+    describedDefault: '`0` (off)',
+    help: 'requests per second per client address; more answer 429',
+  }),
+  string({
+    name: 'tlsCert',
+    flag: 'tls-cert',
+    default: undefined,
+    describedDefault: 'plain HTTP',
+    placeholder: 'PEM',
+    help: 'PEM certificate: with `--tls-key` the node speaks HTTPS',
+  }),
+  string({
+    name: 'tlsKey',
+    flag: 'tls-key',
+    default: undefined,
+    describedDefault: 'plain HTTP',
+    placeholder: 'PEM',
+    help: 'PEM key of `--tls-cert`',
+  }),
+  string({
+    name: 'config',
+    flag: 'config',
+    default: undefined,
+    configKey: false,
+    placeholder: 'frond.json',
+    help: "a JSON file of settings, keyed by the flags' names",
+  }),
+  string({
+    name: 'leafConfig',
+    flag: 'leaf-config',
+    default: undefined,
+    configKey: false,
+    placeholder: 'leaf.properties',
+    help: "Leaf's `leaf.properties`, for the settings that have a Leaf key",
+  }),
+] as const;
+
+/** The settings of `frond serve`, by their one name. */
+export type ServeSettings = SettingsOf<typeof SERVE_OPTIONS>;
+
+/** A command's arguments and options, for its parser and its `--help`. */
+export interface CommandSpec<O extends readonly OptionEntry[] = readonly OptionEntry[]> {
+  /** `serve`, `tag add`. */
+  readonly name: string;
+  /** Names of positional arguments; a trailing `?` marks one as optional. */
+  readonly positionals: readonly string[];
+  readonly options: O;
+  readonly summary: string;
+}
+
+/** Keeps the entries' names in the type, so the command's settings are typed. */
+function command<const O extends readonly OptionEntry[]>(spec: CommandSpec<O>): CommandSpec<O> {
+  return spec;
+}
+
+export const TAG_ADD = command({
+  name: 'tag add',
+  positionals: ['tag'],
+  summary: 'adds a tag to leaf_alloc',
+  options: [
+    ...STORE_OPTIONS,
+    integer({
+      name: 'step',
+      flag: 'step',
+      default: 1000,
+      min: 1,
+      max: MAX_TABLE_STEP,
+      env: false,
+      help: 'IDs per segment load',
+    }),
+    integer({
+      name: 'start',
+      flag: 'start',
+      default: 1,
+      min: 0,
+      max: Number.MAX_SAFE_INTEGER,
+      env: false,
+      help: 'the first ID',
+    }),
+    string({
+      name: 'description',
+      flag: 'description',
+      default: undefined,
+      maxLength: 256,
+      env: false,
+      placeholder: 'TEXT',
+      help: "Leaf's description column",
+    }),
+  ],
+});
+
+export const TAG_LIST = command({
+  name: 'tag list',
+  positionals: [],
+  summary: 'lists the tags',
+  options: [
+    ...STORE_OPTIONS,
+    boolean({ name: 'json', flag: 'json', default: false, env: false, help: 'one JSON array' }),
+  ],
+});
+
+export const TAG_SET_STEP = command({
+  name: 'tag set-step',
+  positionals: ['tag', 'step'],
+  summary: "changes a tag's step; running nodes use it from their next segment load",
+  options: STORE_OPTIONS,
+});
+
+export const DB_INIT = command({
+  name: 'db init',
+  positionals: [],
+  summary: 'creates leaf_alloc if it is missing (an existing table is left as it is)',
+  options: [
+    ...STORE_OPTIONS,
+    boolean({
+      name: 'print',
+      flag: 'print',
+      default: false,
+      env: false,
+      help: "print the table's DDL instead (no connection)",
+    }),
+  ],
+});
+
+export const DECODE = command({
+  name: 'decode',
+  positionals: ['id'],
+  summary: 'shows the time, worker ID and sequence of a snowflake ID',
+  options: [EPOCH],
+});
+
+export const SERVE = command({
+  name: 'serve',
+  positionals: [],
+  summary: 'runs a node: the HTTP API in segment and snowflake mode',
+  options: SERVE_OPTIONS,
+});
+
+/** Every command, in the order of `frond help`. */
+export const COMMANDS: readonly CommandSpec[] = [SERVE, TAG_ADD, TAG_LIST, TAG_SET_STEP, DB_INIT, DECODE];
