@@ -4,7 +4,7 @@ import {
   leafNodeTimestamp,
   parseForeverNode,
   zookeeperPaths,
-} from '../src/workers/zookeeper/zookeeper-paths.js';
+} from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import { randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
 import { type FakeClock, fakeClock } from './support/fake-clock.js';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';

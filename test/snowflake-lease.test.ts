@@ -10,8 +10,8 @@ import {
   LeaseLostError,
   type LeaseSession,
   LeaseWorkerIdSource,
-} from '../src/workers/lease/lease-worker-id-source.js';
-import { workerIdCandidates } from '../src/workers/lease/worker-id-candidates.js';
+} from '../src/worker-ids/lease/lease-worker-id-source.js';
+import { workerIdCandidates } from '../src/worker-ids/lease/worker-id-candidates.js';
 import { ManualClock, settle } from './support/manual-clock.js';
 import { MemoryWorkerSource } from './support/memory-worker-source.js';
 

@@ -2,8 +2,8 @@ import type { TestContext } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
-import { EtcdLeaseBackend } from '../src/workers/etcd/etcd-lease-backend.js';
-import { LeaseWorkerIdSource } from '../src/workers/lease/lease-worker-id-source.js';
+import { EtcdLeaseBackend } from '../src/worker-ids/etcd/etcd-lease-backend.js';
+import { LeaseWorkerIdSource } from '../src/worker-ids/lease/lease-worker-id-source.js';
 import { ETCD, etcdUp, randomName } from './support/coordinators.js';
 import { describeWorkerIdSource } from './worker-id-source.suite.js';
 

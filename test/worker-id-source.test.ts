@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
-import { FileWorkerIdSource, WORKER_FILE } from '../src/workers/file/file-worker-id-source.js';
+import { FileWorkerIdSource, WORKER_FILE } from '../src/worker-ids/file/file-worker-id-source.js';
 import { tempDir } from './support/frond-process.js';
 import { describeWorkerIdSource } from './worker-id-source.suite.js';
 

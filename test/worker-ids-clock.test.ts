@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
-import { ZOOKEEPER_CACHE_FILE } from '../src/workers/zookeeper/leaf-worker-id-source.js';
+import { ZOOKEEPER_CACHE_FILE } from '../src/worker-ids/zookeeper/leaf-worker-id-source.js';
 import { randomName, ZOOKEEPER, zookeeperUp } from './support/coordinators.js';
 import { fakeClock } from './support/fake-clock.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';

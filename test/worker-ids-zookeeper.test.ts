@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
-import { CreateMode } from '../src/workers/zookeeper/zookeeper-client.js';
-import { leafNodeData, leafNodeTimestamp, zookeeperPaths } from '../src/workers/zookeeper/zookeeper-paths.js';
+import { CreateMode } from '../src/worker-ids/zookeeper/zookeeper-client.js';
+import { leafNodeData, leafNodeTimestamp, zookeeperPaths } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import {
   randomName,
   ZOOKEEPER,

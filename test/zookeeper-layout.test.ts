@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clockSkew } from '../src/workers/zookeeper/clock-skew.js';
+import { clockSkew } from '../src/worker-ids/zookeeper/clock-skew.js';
 import {
   leafNodeData,
   leafNodeTimestamp,
   parseForeverNode,
-} from '../src/workers/zookeeper/zookeeper-paths.js';
+} from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 
 describe("Leaf's ZooKeeper layout", () => {
   it('parses a child at its last dash, and leaves out what is not Leaf', () => {

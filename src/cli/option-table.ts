@@ -9,7 +9,7 @@ import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_MAX_CLOCK_SKEW_MS,
-} from '../workers/open-worker-id-source.js';
+} from '../worker-ids/worker-id-registry.js';
 import { boolean, integer, list, type OptionEntry, oneOf, type SettingsOf, string } from './option-entry.js';
 
 const MINUTE = 60_000;

@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster.js';
 import { createPinoLogger } from '../server/pino-logger.js';
 import { type ServeConfig, startServer } from '../server/serve.js';
-import { type CoordinatorConfig, coordinatorConfig } from '../workers/open-worker-id-source.js';
+import { type CoordinatorConfig, coordinatorConfig } from '../worker-ids/worker-id-registry.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
 import { SERVE, SERVE_OPTIONS, type ServeSettings } from './option-table.js';
 import { parseCommand, parseRaw, type RawValues, usage } from './options.js';

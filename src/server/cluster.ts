@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { FrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
-import { WORKER_FILE } from '../workers/file/file-worker-id-source.js';
+import { WORKER_FILE } from '../worker-ids/file/file-worker-id-source.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { ServeConfig } from './serve.js';
 

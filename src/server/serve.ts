@@ -10,7 +10,7 @@ import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../core/snowflake-service.js';
 import type { OpenedStore } from '../stores/store-backend.js';
 import { openStore } from '../stores/store-registry.js';
-import { type CoordinatorConfig, openWorkerIdSource } from '../workers/open-worker-id-source.js';
+import { type CoordinatorConfig, openWorkerIdSource } from '../worker-ids/worker-id-registry.js';
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { Metrics } from './metrics.js';

@@ -5,7 +5,7 @@ import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { systemClock } from '../../src/core/clock.js';
-import { ZooKeeperClient } from '../../src/workers/zookeeper/zookeeper-client.js';
+import { ZooKeeperClient } from '../../src/worker-ids/zookeeper/zookeeper-client.js';
 import { tempDir } from './frond-process.js';
 import { serviceMissing } from './service-gate.js';
 

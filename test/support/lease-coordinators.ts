@@ -1,7 +1,7 @@
 import type { TestContext } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import { CreateMode, type ZooKeeperClient } from '../../src/workers/zookeeper/zookeeper-client.js';
-import { zookeeperPaths } from '../../src/workers/zookeeper/zookeeper-paths.js';
+import { CreateMode, type ZooKeeperClient } from '../../src/worker-ids/zookeeper/zookeeper-client.js';
+import { zookeeperPaths } from '../../src/worker-ids/zookeeper/zookeeper-paths.js';
 import { ETCD, etcdUp, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './coordinators.js';
 import { tempDir } from './frond-process.js';
 

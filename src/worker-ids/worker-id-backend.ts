@@ -1,0 +1,65 @@
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { WorkerIdSource } from '../core/worker-id-source.js';
+
+/** A coordinator and how to use it, once the settings are checked (`coordinatorConfig`). */
+export interface CoordinatorConfig {
+  /** The backend's `kind`: `zookeeper` or `etcd`. */
+  kind: string;
+  /** ZooKeeper `host:port[,…]`, or etcd `http://host:port` URLs. */
+  endpoints: string[];
+  /** Leaf's `leaf.name`: `/snowflake/{name}/…` in ZooKeeper and etcd. */
+  name: string;
+  /** Lease mode (worker IDs reused after their lease) rather than Leaf's persistent layout. */
+  lease: boolean;
+  /** `--advertise host:port` (or only the port, from `--advertise-port`); the rest is detected. */
+  advertiseHost: string | undefined;
+  advertisePort: number | undefined;
+  /** ZooKeeper session timeout or etcd lease TTL in lease mode. */
+  workerLeaseTtlMs: number;
+  /** Bound on connecting and on each call to the coordinator. */
+  coordinatorTimeoutMs: number;
+  /** Leaf mode: refuse to start with a clock further than this from the other live nodes'; 0: off. */
+  clockMaxSkewMs: number;
+}
+
+/** What every source is opened with besides its own configuration. */
+export interface WorkerSourceContext {
+  dataDir: string;
+  /** `--worker-id`, for the file source. */
+  workerId: number | undefined;
+  /** The HTTP port: the identity's port unless advertised. */
+  httpPort: number;
+  /** The core's record-ahead: how far past its last report a Leaf-mode node may have issued IDs. */
+  recordAheadMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The node's identity in the coordinator: `host:port`, advertised or detected. */
+export interface NodeIdentity {
+  host: string;
+  port: number;
+}
+
+/**
+ * A coordinator that hands out worker IDs. Each backend folder exports one; the registry
+ * (`worker-id-registry.ts`) lists them, and the settings that select them come from there. A new
+ * backend is a folder with a `WorkerIdSource` (or a `LeaseBackend` for `LeaseWorkerIdSource`), this
+ * descriptor, one line in the registry, one entry in the CLI's option table for its setting, and
+ * the contract suite (`test/worker-id-source.suite.ts`) passing.
+ */
+export interface CoordinatorBackend {
+  /** In logs, errors and `CoordinatorConfig.kind`. */
+  readonly kind: string;
+  /** The setting that selects it and names its endpoints, as in the option table: `zk`. */
+  readonly setting: string;
+  /** Its flag, for messages: `--zk`. */
+  readonly flag: string;
+  /** What the endpoint list looks like, for messages: `host:port[,host:port…]`. */
+  readonly endpointsUsage: string;
+  isEndpoint(endpoint: string): boolean;
+  /** Whether it also offers Leaf's persistent layout (identity = ip:port); if not, always lease mode. */
+  readonly leafLayout: boolean;
+  open(config: CoordinatorConfig, identity: NodeIdentity, context: WorkerSourceContext): WorkerIdSource;
+}

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SERVE_OPTIONS } from '../cli/option-table.js';
+import { isFrondError } from '../core/errors.js';
+import { COORDINATOR_BACKENDS, type CoordinatorFlags, coordinatorConfig } from './worker-id-registry.js';
+
+const base: CoordinatorFlags = {
+  name: 'orders',
+  advertise: undefined,
+  advertisePort: undefined,
+  workerLease: false,
+  workerLeaseTtlMs: 6000,
+  coordinatorTimeoutMs: 3000,
+  clockMaxSkewMs: 5000,
+  workerId: undefined,
+  port: 8080,
+};
+
+describe('worker-ID backend registry', () => {
+  it('has an option-table setting and flag for every backend', () => {
+    for (const backend of COORDINATOR_BACKENDS) {
+      const entry = SERVE_OPTIONS.find((option) => option.name === backend.setting);
+      assert.ok(entry, `no option-table entry named ${backend.setting}`);
+      assert.equal(`--${entry.flag}`, backend.flag);
+    }
+  });
+
+  it('picks the backend whose setting is given, and refuses two at once', () => {
+    assert.equal(coordinatorConfig(base), undefined, 'no coordinator: the data dir file');
+    assert.equal(coordinatorConfig({ ...base, zk: '127.0.0.1:2181' })?.kind, 'zookeeper');
+    assert.equal(coordinatorConfig({ ...base, zk: '127.0.0.1:2181' })?.lease, false, "Leaf's layout");
+    const etcd = coordinatorConfig({ ...base, etcd: 'http://127.0.0.1:2379' });
+    assert.deepEqual([etcd?.kind, etcd?.lease], ['etcd', true], 'etcd is always lease mode');
+    assert.throws(
+      () => coordinatorConfig({ ...base, zk: '127.0.0.1:2181', etcd: 'http://127.0.0.1:2379' }),
+      (error) => isFrondError(error, 'INVALID_ARGUMENT') && /--zk and --etcd: pick one/.test(error.message),
+    );
+  });
+
+  it("checks endpoints with the backend's own syntax", () => {
+    assert.throws(
+      () => coordinatorConfig({ ...base, zk: 'http://127.0.0.1:2181' }),
+      /--zk "http:\/\/127.0.0.1:2181" is invalid: use host:port/,
+    );
+    assert.throws(
+      () => coordinatorConfig({ ...base, etcd: '127.0.0.1:2379' }),
+      /--etcd "127.0.0.1:2379" is invalid: use http:\/\/host:port/,
+    );
+  });
+});

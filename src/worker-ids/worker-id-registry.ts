@@ -1,0 +1,139 @@
+import { networkInterfaces } from 'node:os';
+import { FrondError } from '../core/errors.js';
+import type { WorkerIdSource } from '../core/worker-id-source.js';
+import { etcdBackend } from './etcd/etcd-backend.js';
+import { FileWorkerIdSource } from './file/file-worker-id-source.js';
+import type { CoordinatorBackend, CoordinatorConfig, WorkerSourceContext } from './worker-id-backend.js';
+import { zookeeperBackend } from './zookeeper/zookeeper-backend.js';
+
+export type { CoordinatorConfig, WorkerSourceContext } from './worker-id-backend.js';
+
+/**
+ * Every coordinator frond can take worker IDs from, one line each. Without one, worker IDs come from
+ * the data dir's file (`FileWorkerIdSource`).
+ */
+export const COORDINATOR_BACKENDS: readonly CoordinatorBackend[] = [zookeeperBackend, etcdBackend];
+
+/** The settings as parsed (named as in the CLI's option table), before their rules are checked. */
+export interface CoordinatorFlags {
+  /** A backend's endpoints, under its `setting` (`zk`, `etcd`). */
+  [setting: string]: unknown;
+  name: string | undefined;
+  advertise: string | undefined;
+  advertisePort: number | undefined;
+  workerLease: boolean;
+  workerLeaseTtlMs: number;
+  coordinatorTimeoutMs: number;
+  clockMaxSkewMs: number;
+  workerId: number | undefined;
+  /** The HTTP port: the identity's port unless advertised. */
+  port: number;
+}
+
+export const DEFAULT_LEASE_TTL_MS = 6_000;
+export const DEFAULT_COORDINATOR_TIMEOUT_MS = 3_000;
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 5_000;
+
+function usage(message: string): FrondError {
+  return new FrondError('INVALID_ARGUMENT', message);
+}
+
+/** Checks the worker-ID flags together; undefined means the data dir's file (no coordinator). */
+export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | undefined {
+  const chosen = COORDINATOR_BACKENDS.filter((backend) => endpointsOf(flags, backend) !== undefined);
+  const flagList = COORDINATOR_BACKENDS.map((backend) => backend.flag).join(' or ');
+  if (chosen.length > 1) throw usage(`${chosen.map((backend) => backend.flag).join(' and ')}: pick one`);
+  const backend = chosen[0];
+  if (backend === undefined) {
+    if (flags.workerLease) throw usage(`--worker-lease needs ${flagList}`);
+    return undefined;
+  }
+  const kind = backend.kind;
+  const flag = backend.flag;
+  if (flags.workerId !== undefined) throw usage(`--worker-id and ${flag}: pick one`);
+  const name = flags.name;
+  if (name === undefined)
+    throw usage(`${flag} needs --name (Leaf's leaf.name), e.g. --name com.example.orders`);
+  if (name.includes('-'))
+    throw usage(
+      `--name ${JSON.stringify(name)} has a '-': Leaf splits node names at '-', so it cannot be used`,
+    );
+  if (!/^[A-Za-z0-9_.]{1,200}$/.test(name) || name === '.' || name === '..')
+    throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.' and '_'`);
+  const endpoints = (endpointsOf(flags, backend) as string)
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  if (endpoints.length === 0) throw usage(`${flag} is empty`);
+  for (const endpoint of endpoints) {
+    if (!backend.isEndpoint(endpoint))
+      throw usage(`${flag} ${JSON.stringify(endpoint)} is invalid: use ${backend.endpointsUsage}`);
+  }
+  let advertiseHost: string | undefined;
+  let advertisePort = flags.advertisePort;
+  if (flags.advertise !== undefined) {
+    const match = /^([^:/\s]+):([0-9]{1,5})$/.exec(flags.advertise);
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65_535)
+      throw usage(
+        `--advertise ${JSON.stringify(flags.advertise)} is invalid: use host:port (IPv4 or a name)`,
+      );
+    advertiseHost = match[1] as string;
+    advertisePort = port;
+  }
+  if (advertiseHost?.includes('-'))
+    throw usage(
+      `--advertise ${JSON.stringify(flags.advertise)} has a '-': Leaf splits node names at '-'; use the IP address`,
+    );
+  const lease = !backend.leafLayout || flags.workerLease;
+  if (!lease && advertisePort === undefined && flags.port === 0)
+    throw usage(
+      `${flag} with --port 0 has no stable identity (ip:port is the worker ID): set --advertise host:port or --advertise-port`,
+    );
+  return {
+    kind,
+    endpoints,
+    name,
+    lease,
+    advertiseHost,
+    advertisePort,
+    workerLeaseTtlMs: flags.workerLeaseTtlMs,
+    coordinatorTimeoutMs: flags.coordinatorTimeoutMs,
+    clockMaxSkewMs: flags.clockMaxSkewMs,
+  };
+}
+
+/** Leaf's IP detection: interfaces in the OS's order, the first IPv4 address that is not internal. */
+export function detectIpv4(interfaces = networkInterfaces()): string | undefined {
+  for (const addresses of Object.values(interfaces)) {
+    for (const address of addresses ?? []) {
+      if (address.family === 'IPv4' && !address.internal) return address.address;
+    }
+  }
+  return undefined;
+}
+
+/** The worker-ID source the flags ask for: the data dir's file, ZooKeeper (Leaf or lease mode), or etcd. */
+export function openWorkerIdSource(
+  config: CoordinatorConfig | undefined,
+  context: WorkerSourceContext,
+): WorkerIdSource {
+  if (config === undefined) return new FileWorkerIdSource(context.dataDir, { workerId: context.workerId });
+  const host = config.advertiseHost ?? detectIpv4();
+  if (host === undefined)
+    throw new FrondError(
+      'INVALID_CONFIG',
+      'no non-internal IPv4 address found for the node identity ip:port; set --advertise host:port',
+    );
+  const port = config.advertisePort ?? context.httpPort;
+  const kindBackend = COORDINATOR_BACKENDS.find((candidate) => candidate.kind === config.kind);
+  if (kindBackend === undefined)
+    throw new FrondError('INVALID_CONFIG', `no worker-ID backend of kind ${JSON.stringify(config.kind)}`);
+  return kindBackend.open(config, { host, port }, context);
+}
+
+/** The endpoints `flags` give for `backend`, if any. */
+function endpointsOf(flags: CoordinatorFlags, backend: CoordinatorBackend): string | undefined {
+  const value = flags[backend.setting];
+  return typeof value === 'string' ? value : undefined;
+}

@@ -1,0 +1,41 @@
+import { performance } from 'node:perf_hooks';
+import { leaseSource } from '../lease/lease-options.js';
+import type { CoordinatorBackend } from '../worker-id-backend.js';
+import { LEAF_REPORT_EVERY_MS, ZooKeeperLeafWorkerIdSource } from './leaf-worker-id-source.js';
+import { ZooKeeperLeaseBackend } from './zookeeper-lease-backend.js';
+
+/** ZooKeeper: Leaf's persistent layout, or lease mode with `--worker-lease`. */
+export const zookeeperBackend: CoordinatorBackend = {
+  kind: 'zookeeper',
+  setting: 'zk',
+  flag: '--zk',
+  endpointsUsage: 'host:port[,host:port…]',
+  isEndpoint: (endpoint) => /^[A-Za-z0-9.\-_]+:[0-9]{1,5}$/.test(endpoint),
+  leafLayout: true,
+  open(config, identity, context) {
+    const connect = config.endpoints.join(',');
+    const { clock, logger } = context;
+    if (!config.lease)
+      return new ZooKeeperLeafWorkerIdSource({
+        connect,
+        name: config.name,
+        host: identity.host,
+        port: identity.port,
+        dataDir: context.dataDir,
+        timeoutMs: config.coordinatorTimeoutMs,
+        maxClockSkewMs: config.clockMaxSkewMs,
+        unreportedMarginMs: LEAF_REPORT_EVERY_MS + context.recordAheadMs,
+        clock,
+        logger,
+      });
+    const backend = new ZooKeeperLeaseBackend({
+      connect,
+      name: config.name,
+      identity: `${identity.host}:${identity.port}`,
+      sessionTimeoutMs: config.workerLeaseTtlMs,
+      timeoutMs: config.coordinatorTimeoutMs,
+      clock,
+    });
+    return leaseSource(backend, config, context, () => performance.now());
+  },
+};
