@@ -9,7 +9,7 @@ import { ZooKeeperClient } from '../../src/worker-ids/zookeeper/zookeeper-client
 import { tempDir } from './frond-process.js';
 import { serviceMissing } from './service-gate.js';
 
-/** The shared services `scripts/services.sh` starts (reference/services.md). */
+/** The shared services `scripts/services.sh` starts (docs/worker-ids.md, "Setting up ZooKeeper and etcd"). */
 export const ZOOKEEPER = '127.0.0.1:2181';
 export const ETCD = 'http://127.0.0.1:2379';
 

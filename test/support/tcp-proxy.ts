@@ -15,7 +15,7 @@ interface Pair {
 
 /**
  * A TCP proxy on 127.0.0.1 between a node and its database, for outage and latency tests: Toxiproxy
- * is not packaged and `tc netem` is missing on these machines (reference/services.md).
+ * is not packaged for Debian and `tc netem` is missing from these machines' kernels.
  */
 export class TcpProxy {
   /** Added to every chunk the server sends back, so every round trip takes this much longer. */

@@ -70,7 +70,7 @@ export interface LeaseSourceOptions {
  * after `t`, so the claim is certainly held until `t + ttl` on the monotonic clock. Past that the
  * node answers WORKER_ID_UNAVAILABLE, ends the session and claims again with a new one. The
  * ZooKeeper client cannot be trusted to notice by itself: frozen past its session timeout it
- * learns of the expiry only when it reconnects (reference/services.md).
+ * learns of the expiry only when it reconnects (seen with node-zookeeper-client 1.1.3; docs/worker-ids.md).
  */
 export class LeaseWorkerIdSource implements WorkerIdSource {
   readonly description: string;

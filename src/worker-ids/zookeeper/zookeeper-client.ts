@@ -49,7 +49,7 @@ interface ConnectionInternals {
 export class ZooKeeperClient {
   private readonly client: zookeeper.Client;
   private closing: Promise<void> | undefined;
-  /** Set when the server said the session expired; such a client never recovers (reference/services.md). */
+  /** Set when the server said the session expired; such a client never recovers (docs/worker-ids.md). */
   expired = false;
 
   private constructor(private readonly options: ZooKeeperClientOptions) {
