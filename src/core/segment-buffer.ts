@@ -1,5 +1,5 @@
 import { type Clock, within } from './clock.js';
-import { describeError, FrondError, isFrondError } from './errors.js';
+import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
 import type { Allocation, SegmentStore } from './segment-store.js';
@@ -52,14 +52,6 @@ export interface SegmentBufferState {
   lastLoadMs: number;
   lastError: { code: string; message: string; at: number } | undefined;
 }
-
-/** Failures that another attempt cannot mend: they reach the caller as they are. */
-const PERMANENT_CODES = new Set([
-  'TAG_NOT_FOUND',
-  'ID_RANGE_EXHAUSTED',
-  'SEGMENT_REGRESSED',
-  'INVALID_CONFIG',
-]);
 
 /**
  * The double buffer of one tag, as in Leaf: the current segment is served from memory; once 10% of
@@ -325,7 +317,8 @@ export class SegmentBuffer {
     if (failure === undefined) {
       return new FrondError('SEGMENT_UNAVAILABLE', `no IDs buffered for tag ${this.tag}; retry`);
     }
-    if (PERMANENT_CODES.has(failure.error.code)) return failure.error;
+    // TAG_NOT_FOUND, SEGMENT_REGRESSED and the like: another load cannot mend them (`permanent`).
+    if (ERROR_CODES[failure.error.code].permanent) return failure.error;
     return new FrondError(
       'SEGMENT_UNAVAILABLE',
       `no IDs buffered for tag ${this.tag}: the last segment load failed ${this.clock.now() - failure.at} ms ago (${failure.error.message}); retry`,
