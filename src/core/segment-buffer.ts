@@ -1,6 +1,7 @@
 import { type Clock, within } from './clock.js';
 import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
+import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
 import type { Allocation, SegmentStore } from './segment-store.js';
 
@@ -90,6 +91,7 @@ export class SegmentBuffer {
     private readonly clock: Clock,
     private readonly options: SegmentBufferOptions,
     private readonly logger: Logger,
+    private readonly observer: CoreObserver = NO_CORE_OBSERVER,
   ) {}
 
   /** The next ID if one is buffered, else `undefined` (and a load starts if none is running). */
@@ -261,6 +263,7 @@ export class SegmentBuffer {
       step: range.step,
       ms: this.lastLoadMs,
     });
+    this.observer.segmentLoaded(this.tag, this.lastLoadMs);
     if (this.loads > 2 && this.step !== previousStep) {
       this.logger.log('info', 'segment.step_changed', { tag: this.tag, from: previousStep, to: this.step });
     }
