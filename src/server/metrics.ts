@@ -2,11 +2,13 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../core/errors.js';
 import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
+import type { RouteLabel } from './route-table.js';
 import type { StatsSampler } from './stats.js';
 
 /** What the HTTP layer reports about each request; a no-op when metrics are off. */
 export interface RequestObserver {
-  request(route: string, status: number, seconds: number): void;
+  /** `route` is the label of the route table's entry (`other` when none matched). */
+  request(route: RouteLabel, status: number, seconds: number): void;
   error(code: FrondErrorCode): void;
 }
 
@@ -114,7 +116,7 @@ export class Metrics implements RequestObserver, CoreObserver {
     });
   }
 
-  request(route: string, status: number, seconds: number): void {
+  request(route: RouteLabel, status: number, seconds: number): void {
     this.requests.observe(route, status, seconds);
   }
 

@@ -14,7 +14,7 @@ import { type CoordinatorConfig, openWorkerIdSource } from '../workers/open-work
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { Metrics } from './metrics.js';
-import type { Readiness } from './ops-routes.js';
+import type { Readiness } from './ops-handlers.js';
 import { RateLimiter } from './rate-limit.js';
 import { StatsSampler } from './stats.js';
 
