@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
 import { CreateMode } from '../src/worker-ids/zookeeper/zookeeper-client.js';
-import { leafNodeData, leafNodeTimestamp, zookeeperPaths } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
+import {
+  leafNodeData,
+  leafNodeTimestamp,
+  zookeeperPaths,
+} from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import {
   randomName,
   ZOOKEEPER,

@@ -1,19 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { describeError, isFrondError } from '../core/errors.js';
+import { describeError, ERROR_CODES, isFrondError } from '../core/errors.js';
 import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
 import { commandHelp, commandsNamed, overviewHelp } from './help.js';
 import { serveCommand } from './serve.js';
 import { tagCommand } from './tag.js';
-
-/** Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration. */
-const USAGE_CODES = new Set([
-  'INVALID_ARGUMENT',
-  'INVALID_CONFIG',
-  'INVALID_TAG',
-  'INVALID_ID',
-  'INVALID_COUNT',
-]);
 
 export async function main(args: string[]): Promise<number> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -53,8 +44,8 @@ export async function main(args: string[]): Promise<number> {
     }
   } catch (error) {
     process.stderr.write(`frond: ${describeError(error)}\n`);
-    if (isFrondError(error)) return USAGE_CODES.has(error.code) ? 2 : 1;
-    return 1;
+    // Exit codes: 0 done, 1 failed while running, 2 bad usage or configuration (per code in the registry).
+    return isFrondError(error) ? ERROR_CODES[error.code].exitCode : 1;
   }
 }
 

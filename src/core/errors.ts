@@ -1,45 +1,65 @@
+/** What one error code means at every layer; pure data, read by the server, the CLI and the core. */
+export interface ErrorCodeSpec {
+  /** The HTTP status of the answer (`src/server/http-status.ts`). */
+  readonly status: number;
+  /**
+   * Whether the same call may succeed later: the server adds `retry-after: 1`, and the SDK retries
+   * (it decides by status, 429 and 503, which a test keeps in step with this flag).
+   */
+  readonly retryable: boolean;
+  /**
+   * A segment load that failed with this code reaches the caller as it is: another load cannot mend
+   * it. Any other load failure is answered as SEGMENT_UNAVAILABLE, which the client retries.
+   */
+  readonly permanent: boolean;
+  /** What `frond` exits with when a command fails with this code: 2 bad usage or configuration, 1 otherwise. */
+  readonly exitCode: 1 | 2;
+}
+
 /**
- * Every failure frond reports has a stable code. The code decides the HTTP status (in one place,
- * `src/server/http-status.ts`) and whether a client may retry; the message is for people.
+ * Every failure frond reports has a stable code, and everything that depends on the code is here:
+ * its HTTP status, whether a client may retry, whether a failed segment load is final, and the CLI's
+ * exit code. The message is for people. A new code needs a row here, in the README's table and in
+ * the SDK's `SERVER_ERROR_CODES` (tests check both).
  */
 export const ERROR_CODES = {
-  INVALID_ARGUMENT: { retryable: false },
-  INVALID_TAG: { retryable: false },
-  INVALID_COUNT: { retryable: false },
-  INVALID_ID: { retryable: false },
-  NOT_FOUND: { retryable: false },
-  METHOD_NOT_ALLOWED: { retryable: false },
-  MODE_DISABLED: { retryable: false },
-  TAG_NOT_FOUND: { retryable: false },
-  TAG_EXISTS: { retryable: false },
+  INVALID_ARGUMENT: { status: 400, retryable: false, permanent: false, exitCode: 2 },
+  INVALID_TAG: { status: 400, retryable: false, permanent: false, exitCode: 2 },
+  INVALID_COUNT: { status: 400, retryable: false, permanent: false, exitCode: 2 },
+  INVALID_ID: { status: 400, retryable: false, permanent: false, exitCode: 2 },
+  NOT_FOUND: { status: 404, retryable: false, permanent: false, exitCode: 1 },
+  METHOD_NOT_ALLOWED: { status: 405, retryable: false, permanent: false, exitCode: 1 },
+  MODE_DISABLED: { status: 404, retryable: false, permanent: false, exitCode: 1 },
+  TAG_NOT_FOUND: { status: 404, retryable: false, permanent: true, exitCode: 1 },
+  TAG_EXISTS: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   /** A token is required (--token, --admin-token) and none or a wrong one was given. */
-  UNAUTHORIZED: { retryable: false },
+  UNAUTHORIZED: { status: 401, retryable: false, permanent: false, exitCode: 1 },
   /** Without --admin-token the admin API answers only on loopback. */
-  FORBIDDEN: { retryable: false },
-  PAYLOAD_TOO_LARGE: { retryable: false },
+  FORBIDDEN: { status: 403, retryable: false, permanent: false, exitCode: 1 },
+  PAYLOAD_TOO_LARGE: { status: 413, retryable: false, permanent: false, exitCode: 1 },
   /** This client sent more requests per second than --rate-limit allows. */
-  RATE_LIMITED: { retryable: true },
+  RATE_LIMITED: { status: 429, retryable: true, permanent: false, exitCode: 1 },
   /** Both buffers of a tag are empty and no segment arrived in time (database slow or down). */
-  SEGMENT_UNAVAILABLE: { retryable: true },
+  SEGMENT_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The store could not be reached or answered with an error. */
-  STORE_UNAVAILABLE: { retryable: true },
+  STORE_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The store returned a range that starts below one this node already handed out. */
-  SEGMENT_REGRESSED: { retryable: false },
+  SEGMENT_REGRESSED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
   /** max_id passed 2^53 - 1, the largest integer frond serves exactly in segment mode. */
-  ID_RANGE_EXHAUSTED: { retryable: false },
+  ID_RANGE_EXHAUSTED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
   /** The clock is behind the last timestamp this node used; waiting did not help. */
-  CLOCK_MOVED_BACKWARDS: { retryable: true },
+  CLOCK_MOVED_BACKWARDS: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** 4096 IDs were used in one millisecond and the clock did not move on. */
-  SEQUENCE_EXHAUSTED: { retryable: true },
+  SEQUENCE_EXHAUSTED: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The timestamp could not be recorded durably, so IDs past the recorded time are withheld. */
-  TIMESTAMP_NOT_RECORDED: { retryable: true },
+  TIMESTAMP_NOT_RECORDED: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** 41 bits of milliseconds from the epoch are used up (Leaf's epoch: in 2080). */
-  TIMESTAMP_OVERFLOW: { retryable: false },
-  WORKER_ID_UNAVAILABLE: { retryable: true },
-  SHUTTING_DOWN: { retryable: true },
-  INVALID_CONFIG: { retryable: false },
-  INTERNAL: { retryable: false },
-} as const satisfies Record<string, { retryable: boolean }>;
+  TIMESTAMP_OVERFLOW: { status: 500, retryable: false, permanent: false, exitCode: 1 },
+  WORKER_ID_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
+  SHUTTING_DOWN: { status: 503, retryable: true, permanent: false, exitCode: 1 },
+  INVALID_CONFIG: { status: 500, retryable: false, permanent: true, exitCode: 2 },
+  INTERNAL: { status: 500, retryable: false, permanent: false, exitCode: 1 },
+} as const satisfies Record<string, ErrorCodeSpec>;
 
 export type FrondErrorCode = keyof typeof ERROR_CODES;
 

@@ -3,9 +3,58 @@ export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * Every event frond logs, by the layer that logs it. A union, so that a misspelt event fails
+ * typecheck instead of reaching operators' alerts under a new name. Metrics do not read these: they
+ * come from `CoreObserver` and the request observer.
+ */
+export type LogEvent =
+  // A node's life (src/cli, src/server).
+  | 'listening'
+  | 'stopped'
+  | 'shutdown'
+  | 'shutdown_failed'
+  | 'cluster.started'
+  | 'worker.listening'
+  | 'worker.stopped'
+  | 'worker.exited'
+  | 'http.client_error'
+  | 'http.internal_error'
+  // Segment mode (src/core) and its stores (src/stores).
+  | 'segment.loaded'
+  | 'segment.load_failed'
+  | 'segment.step_changed'
+  | 'segment.refresh_failed'
+  | 'segment.tag_dropped'
+  | 'store.back'
+  | 'store.lost'
+  | 'store.connection_lost'
+  // Snowflake mode (src/core) and its worker-ID sources (src/workers).
+  | 'snowflake.started'
+  | 'snowflake.clock_behind_at_start'
+  | 'snowflake.clock_behind_lease'
+  | 'snowflake.clock_moved_backwards'
+  | 'snowflake.record_failed'
+  | 'snowflake.regain_failed'
+  | 'snowflake.worker_id_lost'
+  | 'snowflake.worker_id_regained'
+  | 'worker.cache_ignored'
+  | 'worker.cache_mismatch'
+  | 'worker.claim_waiting'
+  | 'worker.clock_compared'
+  | 'worker.heartbeat_failed'
+  | 'worker.lease_lost'
+  | 'worker.lease_regained'
+  | 'worker.reclaim_failed'
+  | 'worker.release_failed'
+  | 'worker.report_failed'
+  | 'worker.report_resumed'
+  | 'worker.zookeeper_registered'
+  | 'worker.zookeeper_unreachable_using_cache';
+
 /** One method, so the core forces no logging library on anyone. */
 export interface Logger {
-  log(level: LogLevel, event: string, fields?: Record<string, unknown>): void;
+  log(level: LogLevel, event: LogEvent, fields?: Record<string, unknown>): void;
 }
 
 export const silentLogger: Logger = { log() {} };

@@ -1,6 +1,7 @@
 import type { Clock } from './clock.js';
 import { describeError, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
+import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
   DEFAULT_SEGMENT_BUFFER_OPTIONS,
   SegmentBuffer,
@@ -51,6 +52,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SegmentAllocatorOptions = DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+    private readonly observer: CoreObserver = NO_CORE_OBSERVER,
   ) {
     this.tracked = {
       description: store.description,
@@ -168,7 +170,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   }
 
   private createBuffer(tag: string): SegmentBuffer {
-    return new SegmentBuffer(tag, this.tracked, this.clock, this.options, this.logger);
+    return new SegmentBuffer(tag, this.tracked, this.clock, this.options, this.logger, this.observer);
   }
 
   private scheduleRefresh(): void {

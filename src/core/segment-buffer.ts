@@ -1,6 +1,7 @@
 import { type Clock, within } from './clock.js';
-import { describeError, FrondError, isFrondError } from './errors.js';
+import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
+import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
 import type { Allocation, SegmentStore } from './segment-store.js';
 
@@ -53,14 +54,6 @@ export interface SegmentBufferState {
   lastError: { code: string; message: string; at: number } | undefined;
 }
 
-/** Failures that another attempt cannot mend: they reach the caller as they are. */
-const PERMANENT_CODES = new Set([
-  'TAG_NOT_FOUND',
-  'ID_RANGE_EXHAUSTED',
-  'SEGMENT_REGRESSED',
-  'INVALID_CONFIG',
-]);
-
 /**
  * The double buffer of one tag, as in Leaf: the current segment is served from memory; once 10% of
  * it is used, the next one loads in the background (never two loads at once); when the current one
@@ -98,6 +91,7 @@ export class SegmentBuffer {
     private readonly clock: Clock,
     private readonly options: SegmentBufferOptions,
     private readonly logger: Logger,
+    private readonly observer: CoreObserver = NO_CORE_OBSERVER,
   ) {}
 
   /** The next ID if one is buffered, else `undefined` (and a load starts if none is running). */
@@ -269,6 +263,7 @@ export class SegmentBuffer {
       step: range.step,
       ms: this.lastLoadMs,
     });
+    this.observer.segmentLoaded(this.tag, this.lastLoadMs);
     if (this.loads > 2 && this.step !== previousStep) {
       this.logger.log('info', 'segment.step_changed', { tag: this.tag, from: previousStep, to: this.step });
     }
@@ -325,7 +320,8 @@ export class SegmentBuffer {
     if (failure === undefined) {
       return new FrondError('SEGMENT_UNAVAILABLE', `no IDs buffered for tag ${this.tag}; retry`);
     }
-    if (PERMANENT_CODES.has(failure.error.code)) return failure.error;
+    // TAG_NOT_FOUND, SEGMENT_REGRESSED and the like: another load cannot mend them (`permanent`).
+    if (ERROR_CODES[failure.error.code].permanent) return failure.error;
     return new FrondError(
       'SEGMENT_UNAVAILABLE',
       `no IDs buffered for tag ${this.tag}: the last segment load failed ${this.clock.now() - failure.at} ms ago (${failure.error.message}); retry`,

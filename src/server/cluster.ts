@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FrondError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
+import type { LogEvent, Logger } from '../core/logger.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { WORKER_FILE } from '../worker-ids/file/file-worker-id-source.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -84,7 +84,7 @@ function storedWorkerId(dir: string): number | undefined {
 function workerLogger(logger: Logger, index: number): Logger {
   return {
     log(level, event, fields) {
-      const renamed = event === 'listening' || event === 'stopped' ? `worker.${event}` : event;
+      const renamed: LogEvent = event === 'listening' || event === 'stopped' ? `worker.${event}` : event;
       logger.log(level, renamed, { worker: index, ...fields });
     },
   };

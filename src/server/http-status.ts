@@ -1,30 +1,6 @@
-import type { FrondErrorCode } from '../core/errors.js';
+import { ERROR_CODES, type FrondErrorCode } from '../core/errors.js';
 
-/** The one place where error codes become HTTP statuses. A Record, so a new code must be added here. */
-export const HTTP_STATUS: Record<FrondErrorCode, number> = {
-  INVALID_ARGUMENT: 400,
-  INVALID_TAG: 400,
-  INVALID_COUNT: 400,
-  INVALID_ID: 400,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  MODE_DISABLED: 404,
-  TAG_NOT_FOUND: 404,
-  TAG_EXISTS: 409,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  PAYLOAD_TOO_LARGE: 413,
-  RATE_LIMITED: 429,
-  SEGMENT_UNAVAILABLE: 503,
-  STORE_UNAVAILABLE: 503,
-  SEGMENT_REGRESSED: 500,
-  ID_RANGE_EXHAUSTED: 500,
-  CLOCK_MOVED_BACKWARDS: 503,
-  SEQUENCE_EXHAUSTED: 503,
-  TIMESTAMP_NOT_RECORDED: 503,
-  TIMESTAMP_OVERFLOW: 500,
-  WORKER_ID_UNAVAILABLE: 503,
-  SHUTTING_DOWN: 503,
-  INVALID_CONFIG: 500,
-  INTERNAL: 500,
-};
+/** The status each error code is answered with, read from the registry in `src/core/errors.ts`. */
+export const HTTP_STATUS: Readonly<Record<FrondErrorCode, number>> = Object.fromEntries(
+  Object.entries(ERROR_CODES).map(([code, spec]) => [code, spec.status]),
+) as Record<FrondErrorCode, number>;

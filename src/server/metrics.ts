@@ -1,12 +1,14 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../core/errors.js';
-import type { Logger, LogLevel } from '../core/logger.js';
+import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
+import type { RouteLabel } from './route-table.js';
 import type { StatsSampler } from './stats.js';
 
 /** What the HTTP layer reports about each request; a no-op when metrics are off. */
 export interface RequestObserver {
-  request(route: string, status: number, seconds: number): void;
+  /** `route` is the label of the route table's entry (`other` when none matched). */
+  request(route: RouteLabel, status: number, seconds: number): void;
   error(code: FrondErrorCode): void;
 }
 
@@ -14,14 +16,14 @@ export const NO_OBSERVER: RequestObserver = { request() {}, error() {} };
 
 /**
  * Prometheus metrics, all named `frond_…`. Gauges and counters that mirror the core's own counters
- * are read at scrape time (`collect`), so the path of a request pays only for the request histogram.
+ * are read at scrape time (`collect`), so the path of a request pays only for the request histogram;
+ * segment load times come through `CoreObserver`.
  */
-export class Metrics implements RequestObserver {
+export class Metrics implements RequestObserver, CoreObserver {
   readonly registry = new Registry();
   private readonly requests = new RequestHistogram();
   private readonly errors: Counter<'code'>;
   private readonly loadSeconds: Histogram;
-  private readonly backwards: Counter;
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
@@ -39,10 +41,16 @@ export class Metrics implements RequestObserver {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     });
-    this.backwards = new Counter({
+    new Counter({
       name: 'frond_clock_backwards_total',
       help: 'Times the clock was found behind the last timestamp used',
       registers,
+      // The snowflake node counts these itself (backwardsEvents), so nothing on its path reports them.
+      collect() {
+        this.reset();
+        const snowflake = stats.snapshot().snowflake;
+        if (snowflake) this.inc(snowflake.backwardsEvents);
+      },
     });
     new Counter({
       name: 'frond_ids_issued_total',
@@ -108,7 +116,7 @@ export class Metrics implements RequestObserver {
     });
   }
 
-  request(route: string, status: number, seconds: number): void {
+  request(route: RouteLabel, status: number, seconds: number): void {
     this.requests.observe(route, status, seconds);
   }
 
@@ -116,16 +124,8 @@ export class Metrics implements RequestObserver {
     this.errors.inc({ code });
   }
 
-  /** Wraps a logger: segment loads and clock events become metrics, and still reach the log. */
-  tap(logger: Logger): Logger {
-    return {
-      log: (level: LogLevel, event: string, fields?: Record<string, unknown>) => {
-        if (event === 'segment.loaded' && typeof fields?.ms === 'number')
-          this.loadSeconds.observe(fields.ms / 1000);
-        else if (event === 'snowflake.clock_moved_backwards') this.backwards.inc();
-        logger.log(level, event, fields);
-      },
-    };
+  segmentLoaded(_tag: string, ms: number): void {
+    this.loadSeconds.observe(ms / 1000);
   }
 
   async text(): Promise<string> {

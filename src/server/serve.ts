@@ -14,7 +14,7 @@ import { type CoordinatorConfig, openWorkerIdSource } from '../worker-ids/worker
 import { createApp } from './app.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { Metrics } from './metrics.js';
-import type { Readiness } from './ops-routes.js';
+import type { Readiness } from './ops-handlers.js';
 import { RateLimiter } from './rate-limit.js';
 import { StatsSampler } from './stats.js';
 
@@ -66,14 +66,12 @@ export interface RunningServer {
 /** Composes store, allocator, snowflake node and HTTP; nothing here is on the path of a request. */
 export async function startServer(
   config: ServeConfig,
-  baseLogger: Logger,
+  logger: Logger,
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
   const tls = config.tls && readTls(config.tls);
   const stats = new StatsSampler(clock);
   const metrics = new Metrics(stats);
-  // Segment loads and clock events are counted from the log events the core already emits.
-  const logger = metrics.tap(baseLogger);
   const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
@@ -85,12 +83,18 @@ export async function startServer(
       store = openStore(config.store, { logger });
       const opened = store;
       cleanups.push(() => opened.close());
-      segment = new SegmentAllocator(store, clock, logger, {
-        ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
-        segmentWaitMs: config.segmentWaitMs,
-        tagRefreshMs: config.tagRefreshMs,
-        stepRules: { ...LEAF_STEP_RULES, maxStep: config.maxStep },
-      });
+      segment = new SegmentAllocator(
+        store,
+        clock,
+        logger,
+        {
+          ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+          segmentWaitMs: config.segmentWaitMs,
+          tagRefreshMs: config.tagRefreshMs,
+          stepRules: { ...LEAF_STEP_RULES, maxStep: config.maxStep },
+        },
+        metrics,
+      );
       await segment.start();
       const allocator = segment;
       cleanups.push(() => allocator.close());

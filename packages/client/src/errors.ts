@@ -1,30 +1,37 @@
 /**
- * Codes the server sends in `{"error": {"code", "message"}}` (from frond's `src/core/errors.ts`;
- * copied as names only, so the client imports nothing from the server).
+ * Codes the server sends in `{"error": {"code", "message"}}`, and whether a call that got one may
+ * succeed later. Copied from frond's error registry (names and flags only, so the client imports
+ * nothing from the server); test/server-error-codes.test.ts fails when the two differ.
  */
-export type FrondServerErrorCode =
-  | 'INVALID_ARGUMENT'
-  | 'INVALID_TAG'
-  | 'INVALID_COUNT'
-  | 'INVALID_ID'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'MODE_DISABLED'
-  | 'TAG_NOT_FOUND'
-  | 'UNAUTHORIZED'
-  | 'FORBIDDEN'
-  | 'RATE_LIMITED'
-  | 'SEGMENT_UNAVAILABLE'
-  | 'STORE_UNAVAILABLE'
-  | 'SEGMENT_REGRESSED'
-  | 'ID_RANGE_EXHAUSTED'
-  | 'CLOCK_MOVED_BACKWARDS'
-  | 'SEQUENCE_EXHAUSTED'
-  | 'TIMESTAMP_NOT_RECORDED'
-  | 'TIMESTAMP_OVERFLOW'
-  | 'WORKER_ID_UNAVAILABLE'
-  | 'SHUTTING_DOWN'
-  | 'INTERNAL';
+export const SERVER_ERROR_CODES = {
+  INVALID_ARGUMENT: { retryable: false },
+  INVALID_TAG: { retryable: false },
+  INVALID_COUNT: { retryable: false },
+  INVALID_ID: { retryable: false },
+  NOT_FOUND: { retryable: false },
+  METHOD_NOT_ALLOWED: { retryable: false },
+  MODE_DISABLED: { retryable: false },
+  TAG_NOT_FOUND: { retryable: false },
+  TAG_EXISTS: { retryable: false },
+  UNAUTHORIZED: { retryable: false },
+  FORBIDDEN: { retryable: false },
+  PAYLOAD_TOO_LARGE: { retryable: false },
+  RATE_LIMITED: { retryable: true },
+  SEGMENT_UNAVAILABLE: { retryable: true },
+  STORE_UNAVAILABLE: { retryable: true },
+  SEGMENT_REGRESSED: { retryable: false },
+  ID_RANGE_EXHAUSTED: { retryable: false },
+  CLOCK_MOVED_BACKWARDS: { retryable: true },
+  SEQUENCE_EXHAUSTED: { retryable: true },
+  TIMESTAMP_NOT_RECORDED: { retryable: true },
+  TIMESTAMP_OVERFLOW: { retryable: false },
+  WORKER_ID_UNAVAILABLE: { retryable: true },
+  SHUTTING_DOWN: { retryable: true },
+  INVALID_CONFIG: { retryable: false },
+  INTERNAL: { retryable: false },
+} as const satisfies Record<string, { readonly retryable: boolean }>;
+
+export type FrondServerErrorCode = keyof typeof SERVER_ERROR_CODES;
 
 /** Failures the client itself detects. */
 export type FrondClientOwnErrorCode =

@@ -19,8 +19,11 @@ export interface HttpSourceOptions {
   now: () => number;
 }
 
-/** Statuses worth another attempt: overloaded or briefly unavailable, on this node or a proxy. */
-const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
+/**
+ * Statuses worth another attempt: overloaded or briefly unavailable, on this node or a proxy. The
+ * status decides, not the code, so a proxy's 502 is retried too.
+ */
+export const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 const SNOWFLAKE_DECIMAL = /^[0-9]{1,19}$/;
 
 /**

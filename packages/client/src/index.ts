@@ -6,6 +6,7 @@ export {
   type FrondClientOwnErrorCode,
   type FrondServerErrorCode,
   isFrondClientError,
+  SERVER_ERROR_CODES,
 } from './errors.js';
 export type { BufferState } from './id-buffer.js';
 export type { IdOf, IdType } from './id-type.js';

@@ -1,0 +1,11 @@
+/**
+ * What the core reports as numbers, for metrics. Typed calls instead of log events, so that a
+ * renamed log line cannot silently stop a metric. Counters the core keeps anyway (IDs issued, loads,
+ * clock-backwards events) are read at scrape time instead and need no call here.
+ */
+export interface CoreObserver {
+  /** A segment of `tag` was reserved in the store, which took `ms` milliseconds. */
+  segmentLoaded(tag: string, ms: number): void;
+}
+
+export const NO_CORE_OBSERVER: CoreObserver = { segmentLoaded() {} };

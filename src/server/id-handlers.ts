@@ -1,0 +1,164 @@
+import type { ServerResponse } from 'node:http';
+import { FrondError, isFrondError } from '../core/errors.js';
+import type { SegmentAllocator } from '../core/segment-allocator.js';
+import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
+import type { SnowflakeService } from '../core/snowflake-service.js';
+import { assertValidTag } from '../core/tag.js';
+import type { TagStore } from '../core/tag-admin.js';
+import { idsJson } from './ids-json.js';
+import { cachePage, dbPage, leafDecodeBody } from './leaf-pages.js';
+import { sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
+import type { RouteHandler } from './router.js';
+
+/** The largest batch one request may ask for (Tinyid's batch.size.max is the same). */
+export const MAX_COUNT = 10_000;
+
+export interface IdHandlerDeps {
+  /** Absent when segment mode is off (`--no-segment`). */
+  segment: SegmentAllocator<TagStore> | undefined;
+  /** Absent when snowflake mode is off (`--no-snowflake`). */
+  snowflake: SnowflakeService | undefined;
+  /** The epoch used to decode IDs, also when snowflake mode is off. */
+  epoch: number;
+}
+
+/** The handlers behind the ID routes, Leaf's pages and `/healthz`; `route-table.ts` says where each answers. */
+export interface IdHandlers {
+  leafSegment: RouteHandler;
+  leafSnowflake: RouteHandler;
+  leafDecode: RouteHandler;
+  cache: RouteHandler;
+  db: RouteHandler;
+  v1Segment: RouteHandler;
+  v1Snowflake: RouteHandler;
+  v1Decode: RouteHandler;
+  health: RouteHandler;
+}
+
+/**
+ * Straight to the allocator or the generator: an ID that is already buffered is answered without a
+ * promise on the way. `reportError` answers what fails after the handler has returned.
+ */
+export function createIdHandlers(
+  deps: IdHandlerDeps,
+  reportError: (res: ServerResponse, error: unknown) => void,
+): IdHandlers {
+  const { segment, snowflake, epoch } = deps;
+  const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
+
+  function needSegment(): SegmentAllocator<TagStore> {
+    if (segment === undefined) throw disabled('segment', '--no-segment');
+    return segment;
+  }
+
+  function needSnowflake(): SnowflakeService {
+    if (snowflake === undefined) throw disabled('snowflake', '--no-snowflake');
+    return snowflake;
+  }
+
+  return {
+    leafSegment(_req, res, rawTag) {
+      const allocator = needSegment();
+      const tag = assertValidTag(stripSlash(rawTag));
+      const id = allocator.tryNext(tag);
+      if (id !== undefined) return sendText(res, String(id));
+      allocator.next(tag).then((value) => sendText(res, String(value)), fail(res));
+    },
+
+    leafSnowflake(_req, res, key) {
+      const service = needSnowflake();
+      // Leaf ignores the key but routes only a non-empty one.
+      if (stripSlash(key) === '')
+        throw new FrondError('NOT_FOUND', 'no route: the key after /api/snowflake/get/ is empty');
+      let id: bigint;
+      try {
+        id = service.tryNext();
+      } catch {
+        // The slow path waits out a small clock step back, or reports why it cannot.
+        service.next().then((value) => sendText(res, value.toString()), fail(res));
+        return;
+      }
+      sendText(res, id.toString());
+    },
+
+    leafDecode(_req, res, _param, query) {
+      const text = new URLSearchParams(query).get('snowflakeId');
+      if (text === null) throw new FrondError('INVALID_ARGUMENT', 'missing query parameter snowflakeId');
+      try {
+        sendJson(res, 200, leafDecodeBody(decomposeSnowflake(parseSnowflakeId(text), epoch)));
+      } catch (error) {
+        if (!isFrondError(error, 'INVALID_ID')) throw error;
+        // Leaf answers 200 with errorMsg for an ID it cannot parse; clients may rely on it.
+        sendJson(res, 200, { errorMsg: error.message });
+      }
+    },
+
+    cache(_req, res) {
+      sendHtml(res, cachePage(needSegment().states()));
+    },
+
+    db(_req, res) {
+      needSegment()
+        .store.listRows()
+        .then((rows) => sendHtml(res, dbPage(rows)), fail(res));
+    },
+
+    v1Segment(_req, res, rawTag, query) {
+      const allocator = needSegment();
+      const tag = assertValidTag(rawTag);
+      const count = parseCount(query);
+      allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+    },
+
+    v1Snowflake(_req, res, _param, query) {
+      const service = needSnowflake();
+      const count = parseCount(query);
+      service.nextMany(count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+    },
+
+    v1Decode(_req, res, text) {
+      const id = parseSnowflakeId(text);
+      const parts = decomposeSnowflake(id, epoch);
+      sendJson(res, 200, {
+        id: id.toString(),
+        timestamp: parts.timestamp,
+        time: new Date(parts.timestamp).toISOString(),
+        workerId: parts.workerId,
+        sequence: parts.sequence,
+      });
+    },
+
+    health(_req, res) {
+      sendJson(res, 200, {
+        status: 'ok',
+        segment: segment ? { store: segment.store.description, tags: segment.tags().length } : null,
+        snowflake: snowflake ? { workerId: snowflake.workerId, epoch: snowflake.epoch } : null,
+      });
+    },
+  };
+}
+
+function stripSlash(text: string): string {
+  // Leaf (Spring MVC) serves `/api/segment/get/abc/` as `abc`.
+  return text.endsWith('/') ? text.slice(0, -1) : text;
+}
+
+/** MODE_DISABLED names the flag that turned the mode off, so the operator knows what to change. */
+export function disabled(mode: string, flag: string): FrondError {
+  return new FrondError('MODE_DISABLED', `${mode} mode is off on this node (started with ${flag})`);
+}
+
+/** `count` from the query: 1 when absent, else an integer from 1 to 10,000. */
+export function parseCount(query: string): number {
+  if (query === '') return 1;
+  const text = new URLSearchParams(query).get('count');
+  if (text === null) return 1;
+  const count = /^[0-9]{1,6}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(count >= 1 && count <= MAX_COUNT)) {
+    throw new FrondError(
+      'INVALID_COUNT',
+      `invalid count ${JSON.stringify(text.slice(0, 40))}: use an integer from 1 to ${MAX_COUNT}`,
+    );
+  }
+  return count;
+}

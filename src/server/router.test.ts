@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, it } from 'node:test';
+import { isFrondError } from '../core/errors.js';
+import type { IdHandlers } from './id-handlers.js';
+import type { OpsHandlers } from './ops-handlers.js';
+import { routeTable } from './route-table.js';
+import { createRouter, type Route, type RouteHandler } from './router.js';
+
+interface Seen {
+  handler?: string;
+  param?: string;
+  query?: string;
+  error?: string;
+}
+
+function request(method: string, url: string, authorization?: string): IncomingMessage {
+  return {
+    method,
+    url,
+    headers: authorization === undefined ? {} : { authorization },
+    socket: { remoteAddress: '10.0.0.9' },
+  } as unknown as IncomingMessage;
+}
+
+/** A router over `table` whose handlers and error answers only record what reached them. */
+function recorder(table: (name: (handler: string) => RouteHandler) => Route[], tokens: string[] = []) {
+  let seen: Seen = {};
+  const name =
+    (handler: string): RouteHandler =>
+    (_req, _res, param, query) => {
+      seen = { handler, param, query };
+    };
+  const route = createRouter(table(name), 'other', {
+    access: { tokens, adminToken: 'admin' },
+    rateLimiter: undefined,
+    reportError: (_res, error) => {
+      seen = { error: isFrondError(error) ? error.code : String(error) };
+    },
+  });
+  return (method: string, url: string, authorization?: string) => {
+    seen = {};
+    const label = route(request(method, url, authorization), {} as ServerResponse);
+    return { label, ...seen };
+  };
+}
+
+const everyHandler = <T extends object>(name: (handler: string) => RouteHandler, keys: (keyof T)[]) =>
+  Object.fromEntries(keys.map((key) => [key, name(String(key))])) as T;
+
+const ID_KEYS: (keyof IdHandlers)[] = [
+  'leafSegment',
+  'leafSnowflake',
+  'leafDecode',
+  'cache',
+  'db',
+  'v1Segment',
+  'v1Snowflake',
+  'v1Decode',
+  'health',
+];
+const OPS_KEYS: (keyof OpsHandlers)[] = [
+  'metrics',
+  'dashboard',
+  'stats',
+  'readiness',
+  'listTags',
+  'addTag',
+  'getTag',
+  'patchTag',
+];
+
+describe('the router', () => {
+  const call = recorder((name) =>
+    routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+  );
+
+  it('hands the rest of the path after a {name} and the query to the handler', () => {
+    assert.deepEqual(call('GET', '/api/segment/get/order/?x=1'), {
+      label: 'leaf_segment',
+      handler: 'leafSegment',
+      param: 'order/',
+      query: 'x=1',
+    });
+    assert.deepEqual(call('GET', '/healthz'), { label: 'healthz', handler: 'health', param: '', query: '' });
+  });
+
+  it('labels every route as the metrics always did, and a path no route takes as other', () => {
+    const labels: [string, string, string][] = [
+      ['POST', '/api/segment/get/a', 'leaf_segment'],
+      ['DELETE', '/api/snowflake/get/a', 'leaf_snowflake'],
+      ['GET', '/decodeSnowflakeId?snowflakeId=1', 'decode'],
+      ['GET', '/v1/snowflake/decode/1', 'decode'],
+      ['GET', '/v1/segment/a?count=3', 'v1_segment'],
+      ['GET', '/v1/snowflake?count=3', 'v1_snowflake'],
+      ['GET', '/v1/tags', 'admin'],
+      ['GET', '/v1/tags/a', 'admin'],
+      ['GET', '/metrics', 'metrics'],
+      ['GET', '/dashboard', 'dashboard'],
+      ['GET', '/v1/stats', 'stats'],
+      ['GET', '/healthz?probe=1', 'healthz'],
+      ['GET', '/readyz', 'readyz'],
+      ['GET', '/cache', 'cache'],
+      ['GET', '/db', 'db'],
+      ['GET', '/nope', 'other'],
+      ['GET', '/cache/', 'other'],
+    ];
+    for (const [method, url, label] of labels) assert.equal(call(method, url).label, label, url);
+  });
+
+  it("answers any method on Leaf's routes, GET (and HEAD on operator pages) on frond's own", () => {
+    assert.equal(call('PUT', '/cache').handler, 'cache');
+    assert.equal(call('HEAD', '/readyz').handler, 'readiness');
+    assert.equal(call('HEAD', '/healthz').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('POST', '/nope').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('GET', '/nope').error, 'NOT_FOUND');
+  });
+
+  it('checks the admin token before the method, and an ID token after it', () => {
+    const guarded = recorder(
+      (name) =>
+        routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+      ['id-token'],
+    );
+    assert.equal(guarded('DELETE', '/v1/tags').error, 'UNAUTHORIZED');
+    assert.equal(guarded('DELETE', '/v1/tags', 'Bearer admin').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(guarded('POST', '/v1/tags', 'Bearer admin').handler, 'addTag');
+    assert.equal(guarded('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(guarded('GET', '/v1/segment/a').error, 'UNAUTHORIZED');
+    assert.equal(guarded('GET', '/v1/segment/a?token=id-token').handler, 'v1Segment');
+    assert.equal(guarded('GET', '/api/segment/get/a').error, 'UNAUTHORIZED');
+  });
+
+  it('refuses a path with a {name} anywhere but at its end', () => {
+    const handle: RouteHandler = () => {};
+    assert.throws(
+      () => recorder(() => [{ path: '/a/{x}/b', label: 'a', access: 'open', methods: { any: handle } }]),
+      /only one \{name\}/,
+    );
+  });
+});

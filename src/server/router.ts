@@ -1,0 +1,122 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FrondError } from '../core/errors.js';
+import { type AccessOptions, checkAdminAccess, checkIdAccess } from './access.js';
+import type { RateLimiter } from './rate-limit.js';
+
+/** `param` is the path after the route's prefix (`''` for a route without `{…}`); `query` has no `?`. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, param: string, query: string) => void;
+
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH';
+
+/**
+ * Who may call a route: anyone, a holder of an ID token (`--token`, when any is set), or the admin
+ * (`--admin-token`, or loopback without one).
+ */
+export type Access = 'open' | 'id' | 'admin';
+
+/** One entry of the route table (`route-table.ts`). */
+export interface Route<Label extends string = string> {
+  /** An exact path, or a prefix ending in one `{name}` that takes the rest of the path, slashes included. */
+  path: string;
+  /** The metrics label: a small fixed set, so metrics cannot grow with tag names or junk paths. */
+  label: Label;
+  access: Access;
+  /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
+  methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
+}
+
+interface CompiledRoute<Label extends string> {
+  /** The exact path, or the prefix before `{name}`. */
+  text: string;
+  prefix: boolean;
+  label: Label;
+  access: Access;
+  any: RouteHandler | undefined;
+  byMethod: ReadonlyMap<string, RouteHandler>;
+  /** `POST is not allowed on /v1/tags/{tag}; use GET or PATCH`, without the method. */
+  notAllowed: string;
+}
+
+export interface RouterOptions {
+  access: AccessOptions;
+  rateLimiter: RateLimiter | undefined;
+  /** Answers a failure: the error body and status, and the error metric. */
+  reportError: (res: ServerResponse, error: unknown) => void;
+}
+
+/**
+ * Routes a request through the table: the first entry whose path matches takes it. Answers the
+ * label of that entry, or `unmatched` when none did. Synchronous all the way to the handler, so an
+ * ID that is already buffered is answered before this returns.
+ */
+export function createRouter<Label extends string>(
+  table: readonly Route<Label>[],
+  unmatched: Label,
+  options: RouterOptions,
+): (req: IncomingMessage, res: ServerResponse) => Label {
+  const routes = table.map(compile);
+  const { access, rateLimiter, reportError } = options;
+
+  const find = (path: string): CompiledRoute<Label> | undefined => {
+    for (const route of routes) {
+      if (route.prefix ? path.startsWith(route.text) : path === route.text) return route;
+    }
+    return undefined;
+  };
+
+  return (req, res) => {
+    const url = req.url ?? '/';
+    const mark = url.indexOf('?');
+    const path = mark === -1 ? url : url.slice(0, mark);
+    const query = mark === -1 ? '' : url.slice(mark + 1);
+    const route = find(path);
+    try {
+      rateLimiter?.take(req.socket.remoteAddress ?? 'unknown');
+      if (route === undefined) throw noRoute(req.method, path);
+      // The admin token is checked before the method and an ID token after it, as before the table
+      // existed: without the admin token nothing about the admin API shows, and a wrong method on
+      // an ID route is a 405 whether or not a token came with it.
+      if (route.access === 'admin') checkAdminAccess(req, access);
+      const handler = route.any ?? route.byMethod.get(req.method ?? '');
+      if (handler === undefined) {
+        throw new FrondError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${route.notAllowed}`);
+      }
+      if (route.access === 'id') checkIdAccess(req, query, access);
+      handler(req, res, route.prefix ? path.slice(route.text.length) : '', query);
+    } catch (error) {
+      reportError(res, error);
+    }
+    return route === undefined ? unmatched : route.label;
+  };
+}
+
+function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label> {
+  const brace = route.path.indexOf('{');
+  if (brace !== -1 && (!route.path.endsWith('}') || route.path.indexOf('{', brace + 1) !== -1)) {
+    throw new Error(`route ${route.path}: only one {name}, at the end of the path, is supported`);
+  }
+  const methods = route.methods;
+  const any = 'any' in methods ? methods.any : undefined;
+  const byMethod = new Map<string, RouteHandler>();
+  if (!('any' in methods)) {
+    for (const [method, handler] of Object.entries(methods)) if (handler) byMethod.set(method, handler);
+  }
+  // HEAD rides along with GET where a route allows it; the message names what a client would send.
+  const named = [...byMethod.keys()].filter((method) => method !== 'HEAD');
+  return {
+    text: brace === -1 ? route.path : route.path.slice(0, brace),
+    prefix: brace !== -1,
+    label: route.label,
+    access: route.access,
+    any,
+    byMethod,
+    notAllowed: `${route.path}; use ${named.join(' or ')}`,
+  };
+}
+
+/** No entry matched: frond's own routes answer GET only, so any other method is told so first. */
+function noRoute(method: string | undefined, path: string): FrondError {
+  if (method !== 'GET')
+    return new FrondError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use GET`);
+  return new FrondError('NOT_FOUND', `no route for ${path.slice(0, 200)}`);
+}
