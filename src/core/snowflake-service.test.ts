@@ -50,7 +50,7 @@ describe('SnowflakeService', () => {
     const clock = new ManualClock(T0);
     const source = new MemoryWorkerSource(3, T0 + 1500);
     const service = await drive(clock, start(clock, source));
-    const id = service.tryNext();
+    const id = service.tryNext() ?? assert.fail('tryNext had no ID');
     assert.ok(decomposeSnowflake(id).timestamp > T0 + 1500);
     assert.equal(decomposeSnowflake(id).workerId, 3);
     await service.close();
@@ -73,7 +73,9 @@ describe('SnowflakeService', () => {
     };
     const source = new MemoryWorkerSource(3, T0 + 1500);
     const service = await SnowflakeService.start(source, clock, silentLogger, DEFAULT_SNOWFLAKE_OPTIONS);
-    assert.ok(decomposeSnowflake(service.tryNext()).timestamp > T0 + 1500);
+    assert.ok(
+      decomposeSnowflake(service.tryNext() ?? assert.fail('tryNext had no ID')).timestamp > T0 + 1500,
+    );
     assert.ok(startupSleeps >= 2, 'it slept more than once');
   });
 
@@ -131,6 +133,19 @@ describe('SnowflakeService', () => {
     const restarted = await start(clock, source);
     assert.ok((await restarted.next()) > before);
     await restarted.close();
+  });
+
+  it('tryNext answers undefined and never throws when the clock is behind or the node is closed; next() says why', async () => {
+    const clock = new ManualClock(T0);
+    const service = await start(clock);
+    assert.notEqual(service.tryNext(), undefined);
+    clock.set(T0 - 10_000);
+    assert.equal(service.tryNext(), undefined);
+    await assert.rejects(service.next(), (error) => isFrondError(error, 'CLOCK_MOVED_BACKWARDS'));
+    clock.set(T0 + 1);
+    await service.close();
+    assert.equal(service.tryNext(), undefined);
+    await assert.rejects(service.next(), (error) => isFrondError(error, 'SHUTTING_DOWN'));
   });
 
   it('releases the worker ID with the last timestamp it used', async () => {

@@ -177,12 +177,20 @@ export class SnowflakeService {
     return !this.closed && !this.stale && this.source.valid?.() !== false;
   }
 
-  /** The next ID without waiting; throws what the generator throws (the caller may use `next`). */
-  tryNext(): bigint {
-    this.assertHolding();
-    const id = this.generator.next();
-    this.issued++;
-    return id;
+  /**
+   * The next ID if it can be had at once, else `undefined`: never throws, never waits (the same
+   * contract as `SegmentAllocator.tryNext` and the SDK's). `next()` then waits out what can be waited
+   * out, or rejects with the reason (clock behind, worker ID lost, shutting down).
+   */
+  tryNext(): bigint | undefined {
+    if (!this.holding()) return undefined;
+    try {
+      const id = this.generator.next();
+      this.issued++;
+      return id;
+    } catch {
+      return undefined;
+    }
   }
 
   async next(): Promise<bigint> {
@@ -239,15 +247,19 @@ export class SnowflakeService {
   /** Throws unless IDs may be handed out; a lost worker ID stays lost until `regain` swaps it. */
   private assertHolding(): void {
     if (this.closed) throw closedError();
-    if (this.stale) throw this.unavailable();
-    if (this.source.valid?.() === false) {
-      this.stale = true;
-      this.logger.log('warn', 'snowflake.worker_id_lost', {
-        workerId: this.workerId,
-        source: this.source.description,
-      });
-      throw this.unavailable();
-    }
+    if (!this.holding()) throw this.unavailable();
+  }
+
+  /** Whether the worker ID is held; the first time the source says it is not, it is lost for good. */
+  private holding(): boolean {
+    if (this.closed || this.stale) return false;
+    if (this.source.valid?.() !== false) return true;
+    this.stale = true;
+    this.logger.log('warn', 'snowflake.worker_id_lost', {
+      workerId: this.workerId,
+      source: this.source.description,
+    });
+    return false;
   }
 
   private unavailable(): FrondError {

@@ -70,15 +70,10 @@ export function createIdHandlers(
       // Leaf ignores the key but routes only a non-empty one.
       if (stripSlash(key) === '')
         throw new FrondError('NOT_FOUND', 'no route: the key after /api/snowflake/get/ is empty');
-      let id: bigint;
-      try {
-        id = service.tryNext();
-      } catch {
-        // The slow path waits out a small clock step back, or reports why it cannot.
-        service.next().then((value) => sendText(res, value.toString()), fail(res));
-        return;
-      }
-      sendText(res, id.toString());
+      const id = service.tryNext();
+      if (id !== undefined) return sendText(res, id.toString());
+      // The slow path waits out a small clock step back, or reports why it cannot.
+      service.next().then((value) => sendText(res, value.toString()), fail(res));
     },
 
     leafDecode(_req, res, _param, query) {

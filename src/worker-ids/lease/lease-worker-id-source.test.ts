@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FrondError, isFrondError } from '../src/core/errors.js';
-import { silentLogger } from '../src/core/logger.js';
-import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
-import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../src/core/snowflake-service.js';
-import type { WorkerLease } from '../src/core/worker-id-source.js';
+import { ManualClock, settle } from '../../../test/support/manual-clock.js';
+import { MemoryWorkerSource } from '../../../test/support/memory-worker-source.js';
+import { FrondError, isFrondError } from '../../core/errors.js';
+import { silentLogger } from '../../core/logger.js';
+import { decomposeSnowflake } from '../../core/snowflake-layout.js';
+import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../../core/snowflake-service.js';
+import type { WorkerLease } from '../../core/worker-id-source.js';
 import {
   type LeaseBackend,
   LeaseLostError,
   type LeaseSession,
   LeaseWorkerIdSource,
-} from '../src/worker-ids/lease/lease-worker-id-source.js';
-import { workerIdCandidates } from '../src/worker-ids/lease/worker-id-candidates.js';
-import { ManualClock, settle } from './support/manual-clock.js';
-import { MemoryWorkerSource } from './support/memory-worker-source.js';
+} from './lease-worker-id-source.js';
+import { workerIdCandidates } from './worker-id-candidates.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -48,18 +48,22 @@ describe('SnowflakeService start-up', () => {
   });
 });
 
+/** An ID that `tryNext` must have had at once. */
+function must(id: bigint | undefined): bigint {
+  assert.notEqual(id, undefined, 'tryNext had no ID');
+  return id as bigint;
+}
+
 describe('SnowflakeService with a lease that can be lost', () => {
   it('answers WORKER_ID_UNAVAILABLE once the lease is lost, and records nothing meanwhile', async () => {
     const clock = new ManualClock(T0);
     const source = new LosableSource(4);
     const service = await SnowflakeService.start(source, clock, silentLogger);
-    assert.equal(decomposeSnowflake(service.tryNext()).workerId, 4);
+    assert.equal(decomposeSnowflake(must(service.tryNext())).workerId, 4);
     source.held = false;
     assert.equal(service.available, false);
-    assert.throws(
-      () => service.tryNext(),
-      (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'),
-    );
+    assert.equal(service.tryNext(), undefined);
+    await assert.rejects(service.next(), (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'));
     await assert.rejects(service.nextMany(3), (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'));
     const records = source.records.length;
     await clock.advance(5 * DEFAULT_SNOWFLAKE_OPTIONS.recordEveryMs);
@@ -73,12 +77,10 @@ describe('SnowflakeService with a lease that can be lost', () => {
     const source = new LosableSource(4);
     const service = await SnowflakeService.start(source, clock, silentLogger);
     source.held = false;
-    assert.throws(() => service.tryNext());
+    assert.equal(service.tryNext(), undefined);
     source.held = true;
-    assert.throws(
-      () => service.tryNext(),
-      (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'),
-    );
+    assert.equal(service.tryNext(), undefined);
+    await assert.rejects(service.next(), (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'));
     await service.close();
   });
 
@@ -86,25 +88,23 @@ describe('SnowflakeService with a lease that can be lost', () => {
     const clock = new ManualClock(T0);
     const source = new LosableSource(4);
     const service = await SnowflakeService.start(source, clock, silentLogger);
-    const before = service.tryNext();
+    const before = must(service.tryNext());
     source.held = false;
-    assert.throws(() => service.tryNext());
+    assert.equal(service.tryNext(), undefined);
     // Another node used worker 9 until T0 + 300 (its record); the clock is at T0.
     source.regain({ workerId: 9, lastTimestamp: T0 + 300 });
-    assert.throws(
-      () => service.tryNext(),
-      (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'),
-    );
+    assert.equal(service.tryNext(), undefined);
+    await assert.rejects(service.next(), (error) => isFrondError(error, 'WORKER_ID_UNAVAILABLE'));
     await clock.advance(200);
     assert.equal(service.available, false, 'still waiting for the clock');
     await clock.advance(200);
     assert.equal(service.available, true);
     // It waited until T0 + 301, one past the lease's last timestamp, and recorded ahead from there.
     assert.equal(source.records.at(-1), T0 + 301 + DEFAULT_SNOWFLAKE_OPTIONS.recordAheadMs);
-    const after = decomposeSnowflake(service.tryNext());
+    const after = decomposeSnowflake(must(service.tryNext()));
     assert.equal(after.workerId, 9);
     assert.ok(after.timestamp > T0 + 300);
-    assert.ok(service.tryNext() > before);
+    assert.ok(must(service.tryNext()) > before);
     assert.equal(service.workerId, 9);
     await service.close();
     assert.equal(clock.pendingTimers, 0);
@@ -115,7 +115,7 @@ describe('SnowflakeService with a lease that can be lost', () => {
     const source = new LosableSource(4);
     const service = await SnowflakeService.start(source, clock, silentLogger);
     source.held = false;
-    assert.throws(() => service.tryNext());
+    assert.equal(service.tryNext(), undefined);
     const record = source.record.bind(source);
     let failures = 2;
     source.record = async (timestamp) => {
@@ -127,7 +127,7 @@ describe('SnowflakeService with a lease that can be lost', () => {
     assert.equal(service.available, false);
     await clock.advance(2 * DEFAULT_SNOWFLAKE_OPTIONS.recordEveryMs);
     assert.equal(service.available, true);
-    assert.equal(decomposeSnowflake(service.tryNext()).workerId, 5);
+    assert.equal(decomposeSnowflake(must(service.tryNext())).workerId, 5);
     await service.close();
   });
 });

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clockSkew } from '../src/worker-ids/zookeeper/clock-skew.js';
-import {
-  leafNodeData,
-  leafNodeTimestamp,
-  parseForeverNode,
-} from '../src/worker-ids/zookeeper/zookeeper-paths.js';
+import { clockSkew } from './clock-skew.js';
+import { leafNodeData, leafNodeTimestamp, parseForeverNode } from './zookeeper-paths.js';
 
 describe("Leaf's ZooKeeper layout", () => {
   it('parses a child at its last dash, and leaves out what is not Leaf', () => {
