@@ -5,7 +5,7 @@ import {
   parseForeverNode,
   zookeeperPaths,
 } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
-import { randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
+import { leafModeArgs, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
 import { type FakeClock, fakeClock } from './support/fake-clock.js';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
 import { LEASE_BACKENDS } from './support/lease-coordinators.js';
@@ -84,21 +84,7 @@ describe('a clock that steps back 30 s while serving, then a SIGKILL and a resta
     if (clock === undefined) return;
     const name = randomName();
     const dataDir = tempDir();
-    const args = (zk: string) => [
-      '--port',
-      '0',
-      '--no-segment',
-      '--zk',
-      zk,
-      '--name',
-      name,
-      '--advertise',
-      '127.0.0.1:7700',
-      '--coordinator-timeout-ms',
-      '1000',
-      '--data-dir',
-      dataDir,
-    ];
+    const args = (zk: string) => leafModeArgs(zk, name, 7700, dataDir, ['--coordinator-timeout-ms', '1000']);
     const zk = await zookeeperClient();
     t.after(() => zk.close());
     const forever = zookeeperPaths(name).forever;

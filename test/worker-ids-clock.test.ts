@@ -4,28 +4,12 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
 import { ZOOKEEPER_CACHE_FILE } from '../src/worker-ids/zookeeper/leaf-worker-id-source.js';
-import { randomName, ZOOKEEPER, zookeeperUp } from './support/coordinators.js';
+import { leafModeArgs, randomName, ZOOKEEPER, zookeeperUp } from './support/coordinators.js';
 import { fakeClock } from './support/fake-clock.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './support/snowflake-traffic.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function leafArgs(name: string, port: number, dataDir: string): string[] {
-  return [
-    '--port',
-    '0',
-    '--no-segment',
-    '--zk',
-    ZOOKEEPER,
-    '--name',
-    name,
-    '--advertise',
-    `127.0.0.1:${port}`,
-    '--data-dir',
-    dataDir,
-  ];
-}
 
 describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => {
   it('waits past every ID issued before a SIGKILL when restarted 2 s back, and refuses to start 1 h back', async (t) => {
@@ -38,7 +22,7 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     const nodes: FrondProcess[] = [];
     t.after(() => Promise.all(nodes.map((node) => node.stop('SIGKILL'))));
 
-    const first = await startFrond(leafArgs(name, 7400, dataDir));
+    const first = await startFrond(leafModeArgs(ZOOKEEPER, name, 7400, dataDir));
     nodes.push(first);
     const load = traffic(first);
     await sleep(500);
@@ -50,7 +34,7 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     // 2 s back, right after the crash: behind the time recorded ahead of every ID (up to 2 s past
     // the last one), which the start waits out; then every ID is above every earlier one.
     const startedAt = Date.now();
-    const second = await startFrond(leafArgs(name, 7400, dataDir), { env: back2s });
+    const second = await startFrond(leafModeArgs(ZOOKEEPER, name, 7400, dataDir), { env: back2s });
     nodes.push(second);
     const startMs = Date.now() - startedAt;
     assert.equal(workerIdOf(second), workerIdOf(first));
@@ -64,13 +48,17 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     assert.equal(await second.stop('SIGTERM'), 0);
 
     // 1 h back: far beyond --clock-startup-wait-ms (5 s): refused, one line, exit code 1.
-    const refused = await runFrond(['serve', ...leafArgs(name, 7400, dataDir)], { env: back1h });
+    const refused = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7400, dataDir)], {
+      env: back1h,
+    });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^frond: the clock is \d+ ms behind .*fix the clock or start later\n$/);
 
     // Without the cache file, the time the identity last reported into ZooKeeper still refuses it.
     rmSync(join(dataDir, ZOOKEEPER_CACHE_FILE));
-    const noCache = await runFrond(['serve', ...leafArgs(name, 7400, dataDir)], { env: back1h });
+    const noCache = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7400, dataDir)], {
+      env: back1h,
+    });
     assert.equal(noCache.code, 1);
     assert.match(noCache.stderr, /^frond: the clock is \d+ ms behind/);
     t.diagnostic(
@@ -84,10 +72,12 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     const back2s = fakeClock(t, '-2s')?.env;
     if (back10s === undefined || back2s === undefined) return;
     const name = randomName();
-    const live = await startFrond(leafArgs(name, 7500, tempDir()));
+    const live = await startFrond(leafModeArgs(ZOOKEEPER, name, 7500, tempDir()));
     t.after(() => live.stop('SIGKILL'));
 
-    const refused = await runFrond(['serve', ...leafArgs(name, 7501, tempDir())], { env: back10s });
+    const refused = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7501, tempDir())], {
+      env: back10s,
+    });
     assert.equal(refused.code, 1);
     assert.match(
       refused.stderr,
@@ -96,7 +86,7 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     const skewRefused = Number(/the clock is (\d+) ms/.exec(refused.stderr)?.[1]);
     assert.ok(Math.abs(skewRefused - 10_000) < 1000, `measured ${skewRefused} ms for a 10 s offset`);
 
-    const within = await startFrond(leafArgs(name, 7502, tempDir()), { env: back2s });
+    const within = await startFrond(leafModeArgs(ZOOKEEPER, name, 7502, tempDir()), { env: back2s });
     t.after(() => within.stop('SIGKILL'));
     const compared = within.logs.find((line) => line.includes('worker.clock_compared'));
     assert.ok(compared);

@@ -8,6 +8,7 @@ import {
   zookeeperPaths,
 } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import {
+  leafModeArgs,
   randomName,
   ZOOKEEPER,
   ZooKeeperServer,
@@ -18,30 +19,6 @@ import { type FrondProcess, runFrond, startFrond, tempDir } from './support/fron
 import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './support/snowflake-traffic.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** `frond serve` in Leaf mode on ZooKeeper `connect`, snowflake only, identity 127.0.0.1:`port`. */
-function leafArgs(
-  connect: string,
-  name: string,
-  port: number,
-  dataDir: string,
-  extra: string[] = [],
-): string[] {
-  return [
-    '--port',
-    '0',
-    '--no-segment',
-    '--zk',
-    connect,
-    '--name',
-    name,
-    '--advertise',
-    `127.0.0.1:${port}`,
-    '--data-dir',
-    dataDir,
-    ...extra,
-  ];
-}
 
 async function stopAll(nodes: (FrondProcess | undefined)[]): Promise<void> {
   await Promise.all(nodes.map((node) => node?.stop('SIGKILL')));
@@ -55,7 +32,7 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
     const nodes: FrondProcess[] = [];
     t.after(() => stopAll(nodes));
     nodes.push(
-      ...(await Promise.all(dirs.map((dir, i) => startFrond(leafArgs(ZOOKEEPER, name, 7100 + i, dir))))),
+      ...(await Promise.all(dirs.map((dir, i) => startFrond(leafModeArgs(ZOOKEEPER, name, 7100 + i, dir))))),
     );
     const workerIds = nodes.map(workerIdOf);
     assert.equal(new Set(workerIds).size, 3, `worker IDs ${workerIds.join(', ')}`);
@@ -93,7 +70,7 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
     // SIGKILL and restart with the same identity and data dir: same worker ID, IDs above the old ones.
     const killed = nodes[0] as FrondProcess;
     await killed.stop('SIGKILL');
-    nodes[0] = await startFrond(leafArgs(ZOOKEEPER, name, 7100, dirs[0] as string));
+    nodes[0] = await startFrond(leafModeArgs(ZOOKEEPER, name, 7100, dirs[0] as string));
     assert.equal(workerIdOf(nodes[0]), workerIds[0]);
     const after = await takeIds(nodes[0], 100);
     assert.ok(
@@ -117,8 +94,8 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
     const nodes: (FrondProcess | undefined)[] = [];
     t.after(() => stopAll(nodes));
     const [a, b] = await Promise.all([
-      startFrond(leafArgs(zk.connect, name, 7201, dirA, fast)),
-      startFrond(leafArgs(zk.connect, name, 7202, dirB, fast)),
+      startFrond(leafModeArgs(zk.connect, name, 7201, dirA, fast)),
+      startFrond(leafModeArgs(zk.connect, name, 7202, dirB, fast)),
     ]);
     nodes.push(a, b);
     const workerA = workerIdOf(a);
@@ -142,7 +119,7 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
     // A restart while ZooKeeper is down: the cache file gives the worker ID and the last time used.
     assert.equal(await a.stop('SIGTERM'), 0);
     const restartedAt = Date.now();
-    const a2 = await startFrond(leafArgs(zk.connect, name, 7201, dirA, fast));
+    const a2 = await startFrond(leafModeArgs(zk.connect, name, 7201, dirA, fast));
     nodes[0] = a2;
     const restartMs = Date.now() - restartedAt;
     assert.equal(workerIdOf(a2), workerA);
@@ -152,7 +129,7 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
     assertUnique([...before, ...loads.flatMap((load) => load.ids), ...after]);
 
     // A node that never registered cannot start without ZooKeeper: one line, exit code 1.
-    const first = await runFrond(['serve', ...leafArgs(zk.connect, name, 7203, tempDir(), fast)]);
+    const first = await runFrond(['serve', ...leafModeArgs(zk.connect, name, 7203, tempDir(), fast)]);
     assert.equal(first.code, 1);
     assert.match(first.stderr, /^frond: .*first start needs ZooKeeper\n$/);
 
@@ -195,7 +172,7 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
       }),
     );
     const createMs = Date.now() - started;
-    const refused = await runFrond(['serve', ...leafArgs(ZOOKEEPER, name, 7300, tempDir())]);
+    const refused = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7300, tempDir())]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^frond: .*worker IDs end at 1023.*--worker-lease.*\n$/);
     assert.equal((await client.getChildren(forever)).children.length, 1024, 'no node created for it');

@@ -151,3 +151,27 @@ export class ZooKeeperServer {
     await exited;
   }
 }
+
+/** `frond serve` in Leaf mode on ZooKeeper `connect`, snowflake only, identity 127.0.0.1:`port`. */
+export function leafModeArgs(
+  connect: string,
+  name: string,
+  port: number,
+  dataDir: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    '--port',
+    '0',
+    '--no-segment',
+    '--zk',
+    connect,
+    '--name',
+    name,
+    '--advertise',
+    `127.0.0.1:${port}`,
+    '--data-dir',
+    dataDir,
+    ...extra,
+  ];
+}

@@ -1,9 +1,9 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
-import { writeJsonAtomically } from '../json-file.js';
+import { readJsonFile, writeJsonAtomically } from '../json-file.js';
 
 export const WORKER_FILE = 'snowflake-worker.json';
 
@@ -66,20 +66,9 @@ export class FileWorkerIdSource implements WorkerIdSource {
   }
 
   private async read(): Promise<WorkerFile | undefined> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    const file = parsed as Partial<WorkerFile> | undefined;
+    const read = await readJsonFile(this.path);
+    if (read === undefined) return undefined;
+    const file = read.value as Partial<WorkerFile> | undefined;
     if (
       typeof file !== 'object' ||
       file === null ||

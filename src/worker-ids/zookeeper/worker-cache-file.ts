@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { FrondError } from '../../core/errors.js';
-import { writeJsonAtomically } from '../json-file.js';
+import { readJsonFile, writeJsonAtomically } from '../json-file.js';
 
 /**
  * Leaf keeps `workerID=<n>` in a temp-dir file so a node can start while ZooKeeper is down, but no
@@ -22,19 +21,9 @@ export class WorkerCacheFile {
   constructor(readonly path: string) {}
 
   async read(): Promise<WorkerCache | undefined> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    let parsed: Partial<WorkerCache> | undefined;
-    try {
-      parsed = JSON.parse(text) as Partial<WorkerCache>;
-    } catch {
-      parsed = undefined;
-    }
+    const read = await readJsonFile(this.path);
+    if (read === undefined) return undefined;
+    const parsed = read.value as Partial<WorkerCache> | undefined;
     if (
       typeof parsed !== 'object' ||
       parsed === null ||
