@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { createCipheriv } from 'node:crypto';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { type BlockCipher, Ff1 } from './ff1.js';
+
+/** AES-ECB under `keyHex` (128, 192 or 256 bits), as the server gives FF1 its cipher. */
+function aes(keyHex: string): BlockCipher {
+  const key = Buffer.from(keyHex, 'hex');
+  const cipher = createCipheriv(`aes-${key.length * 8}-ecb`, key, null);
+  cipher.setAutoPadding(false);
+  return (blocks) => new Uint8Array(cipher.update(blocks));
+}
+
+const DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz';
+const toValue = (text: string, radix: number) =>
+  [...text].reduce((value, c) => value * BigInt(radix) + BigInt(DIGITS.indexOf(c)), 0n);
+const toText = (value: bigint, radix: number, length: number) => {
+  let text = '';
+  let rest = value;
+  for (let i = 0; i < length; i++) {
+    text = DIGITS[Number(rest % BigInt(radix))] + text;
+    rest /= BigInt(radix);
+  }
+  return text;
+};
+
+// NIST's FF1 samples (SP 800-38G examples, FF1samples.pdf): key, radix, tweak, plain, cipher.
+const K128 = '2B7E151628AED2A6ABF7158809CF4F3C';
+const K192 = `${K128}EF4359D8D580AA4F`;
+const K256 = `${K192}7F036D6F04FC6A94`;
+const SAMPLES: [string, number, string, string, string][] = [
+  [K128, 10, '', '0123456789', '2433477484'],
+  [K128, 10, '39383736353433323130', '0123456789', '6124200773'],
+  [K128, 36, '3737373770717273373737', '0123456789abcdefghi', 'a9tv40mll9kdu509eum'],
+  [K192, 10, '', '0123456789', '2830668132'],
+  [K192, 10, '39383736353433323130', '0123456789', '2496655549'],
+  [K192, 36, '3737373770717273373737', '0123456789abcdefghi', 'xbj3kv35jrawxv32ysr'],
+  [K256, 10, '', '0123456789', '6657667009'],
+  [K256, 10, '39383736353433323130', '0123456789', '1001623463'],
+  [K256, 36, '3737373770717273373737', '0123456789abcdefghi', 'xs8a0azh2avyalyzuwd'],
+];
+
+describe('FF1 (NIST SP 800-38G)', () => {
+  for (const [key, radix, tweak, plain, expected] of SAMPLES) {
+    it(`matches NIST's sample: AES-${(key.length / 2) * 8}, radix ${radix}, tweak "${tweak}"`, () => {
+      for (const bigIntsOnly of [false, true]) {
+        const ff1 = new Ff1(aes(key), { radix, length: plain.length }, Buffer.from(tweak, 'hex'), {
+          bigIntsOnly,
+        });
+        const encrypted = ff1.encrypt(toValue(plain, radix));
+        assert.equal(toText(encrypted, radix, plain.length), expected);
+        assert.equal(toText(ff1.decrypt(encrypted), radix, plain.length), plain);
+      }
+    });
+  }
+
+  it('is a bijection on a small domain, checked exhaustively (2^20 bits, 10^6 digits)', () => {
+    for (const domain of [
+      { radix: 2, length: 20 },
+      { radix: 10, length: 6 },
+    ]) {
+      const ff1 = new Ff1(aes(K128), domain);
+      const size = Number(ff1.size);
+      const all = Array.from({ length: size }, (_, i) => BigInt(i));
+      const seen = new Uint8Array(size);
+      const encrypted = ff1.encryptMany(all);
+      for (const value of encrypted) {
+        assert.ok(value >= 0n && value < ff1.size);
+        seen[Number(value)] = (seen[Number(value)] as number) + 1;
+      }
+      assert.ok(
+        seen.every((n) => n === 1),
+        `every value of ${domain.radix}^${domain.length} is hit exactly once`,
+      );
+      // Decryption of every 100th value (the property below covers decrypt ∘ encrypt widely).
+      const sample = encrypted.filter((_, i) => i % 100 === 0);
+      assert.deepEqual(
+        ff1.decryptMany(sample),
+        all.filter((_, i) => i % 100 === 0),
+      );
+    }
+  });
+
+  it('decrypts what it encrypts, and the number path agrees with the bigint one (fast-check)', () => {
+    const domains = fc.oneof(
+      fc.record({ radix: fc.constant(2), length: fc.integer({ min: 20, max: 64 }) }),
+      fc.record({ radix: fc.constant(10), length: fc.integer({ min: 6, max: 20 }) }),
+    );
+    fc.assert(
+      fc.property(
+        domains,
+        fc.bigInt({ min: 0n, max: 2n ** 64n }),
+        fc.uint8Array({ maxLength: 12 }),
+        (domain, raw, tweak) => {
+          const fast = new Ff1(aes(K256), domain, tweak);
+          const slow = new Ff1(aes(K256), domain, tweak, { bigIntsOnly: true });
+          const value = raw % fast.size;
+          const encrypted = fast.encrypt(value);
+          assert.equal(slow.encrypt(value), encrypted);
+          assert.equal(fast.decrypt(encrypted), value);
+          assert.equal(slow.decrypt(encrypted), value);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses domains under a million values and values outside the domain', () => {
+    assert.throws(() => new Ff1(aes(K128), { radix: 10, length: 5 }), /1,000,000/);
+    assert.throws(() => new Ff1(aes(K128), { radix: 1, length: 40 }), /radix/);
+    const ff1 = new Ff1(aes(K128), { radix: 10, length: 6 });
+    assert.throws(() => ff1.encrypt(1_000_000n), RangeError);
+    assert.throws(() => ff1.encrypt(-1n), RangeError);
+  });
+});
