@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { createCipheriv } from 'node:crypto';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { isFrondError } from './errors.js';
+import type { BlockCipher } from './ff1.js';
+import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from './opaque-codec.js';
+
+function aes(seed: number): BlockCipher {
+  const cipher = createCipheriv('aes-256-ecb', Buffer.alloc(32, seed), null);
+  cipher.setAutoPadding(false);
+  return (blocks) => new Uint8Array(cipher.update(blocks));
+}
+
+/** Encodes segment IDs from..to in batches of 4,096, as a node would. */
+function encodeRange(codec: OpaqueCodec, from: bigint, count: number): bigint[] {
+  const out: bigint[] = [];
+  for (let done = 0; done < count; done += 4096) {
+    const batch = Array.from({ length: Math.min(4096, count - done) }, (_, i) => from + BigInt(done + i));
+    out.push(...codec.encodeMany(batch));
+  }
+  return out;
+}
+
+describe('OpaqueCodec', () => {
+  for (const domain of [
+    { kind: 'bits', bits: 20 },
+    { kind: 'digits', digits: 6 },
+  ] satisfies OpaqueDomain[]) {
+    it(`is a permutation of its whole set on ${formatDomain(domain)}, checked exhaustively`, () => {
+      const codec = new OpaqueCodec(aes(1), domain);
+      const count = Number(codec.capacity);
+      const low = domain.kind === 'bits' ? 1 : 100_000;
+      const opaque = encodeRange(codec, 1n, count);
+      const seen = new Uint8Array(count);
+      for (const id of opaque) {
+        const index = Number(id) - low;
+        assert.ok(index >= 0 && index < count, `${id} lies outside the set`);
+        assert.equal(seen[index], 0, `${id} twice`);
+        seen[index] = 1;
+      }
+      const sample = opaque.filter((_, i) => i % 97 === 0);
+      assert.deepEqual(
+        codec.decodeMany(sample),
+        sample.map((_, k) => BigInt(k * 97 + 1)),
+      );
+    });
+  }
+
+  it('gives 2,000,000 consecutive segment IDs 2,000,000 distinct 63-bit IDs, every one in [1, 2^63)', () => {
+    const codec = new OpaqueCodec(aes(2), { kind: 'bits', bits: 63 });
+    const opaque = encodeRange(codec, 1n, 2_000_000);
+    assert.equal(new Set(opaque).size, 2_000_000);
+    assert.ok(opaque.every((id) => id >= 1n && id < 2n ** 63n));
+  });
+
+  it('shows no order: about half of successive IDs go up, and the digits tag keeps its digit count', () => {
+    for (const domain of [
+      { kind: 'bits', bits: 53 },
+      { kind: 'digits', digits: 11 },
+    ] satisfies OpaqueDomain[]) {
+      const codec = new OpaqueCodec(aes(3), domain);
+      const opaque = encodeRange(codec, 1n, 20_000);
+      let up = 0;
+      for (let i = 1; i < opaque.length; i++) if ((opaque[i] as bigint) > (opaque[i - 1] as bigint)) up++;
+      // Binomial(19,999, ½): 3 standard deviations are ±1.1 % of it.
+      const share = up / (opaque.length - 1);
+      assert.ok(
+        Math.abs(share - 0.5) < 0.011,
+        `${(share * 100).toFixed(1)} % go up on ${formatDomain(domain)}`,
+      );
+      if (domain.kind === 'digits') assert.ok(opaque.every((id) => String(id).length === 11));
+    }
+  });
+
+  it('decodes what it encodes, anywhere in the range (fast-check)', () => {
+    const domains = fc.oneof(
+      fc.integer({ min: 20, max: 63 }).map((bits): OpaqueDomain => ({ kind: 'bits', bits })),
+      fc.integer({ min: 6, max: 18 }).map((digits): OpaqueDomain => ({ kind: 'digits', digits })),
+    );
+    fc.assert(
+      fc.property(domains, fc.bigInt({ min: 1n, max: 2n ** 63n }), (domain, raw) => {
+        const codec = new OpaqueCodec(aes(4), domain);
+        const id = ((raw - 1n) % codec.capacity) + 1n;
+        assert.equal(codec.decode(codec.encode(id)), id);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses segment IDs past its capacity, opaque IDs outside its set and unknown domains', () => {
+    const codec = new OpaqueCodec(aes(5), { kind: 'digits', digits: 6 });
+    assert.equal(codec.capacity, 900_000n);
+    assert.throws(
+      () => codec.encode(900_001n),
+      (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'),
+    );
+    assert.throws(
+      () => codec.encode(0n),
+      (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'),
+    );
+    assert.throws(
+      () => codec.decode(99_999n),
+      (error) => isFrondError(error, 'INVALID_ID'),
+    );
+    assert.deepEqual(parseDomain('bits:63'), { kind: 'bits', bits: 63 });
+    assert.deepEqual(parseDomain('digits:11'), { kind: 'digits', digits: 11 });
+    for (const bad of ['bits:64', 'bits:19', 'digits:5', 'digits:19', 'hex:8', 'bits:'])
+      assert.throws(
+        () => parseDomain(bad),
+        (error) => isFrondError(error, 'INVALID_ARGUMENT'),
+      );
+  });
+});

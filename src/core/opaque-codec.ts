@@ -1,0 +1,107 @@
+import { FrondError } from './errors.js';
+import { type BlockCipher, Ff1 } from './ff1.js';
+
+/**
+ * What an opaque tag's IDs look like: `bits` (1 to 2^bits − 1; 63 fits a signed 64-bit column, 53
+ * a JavaScript number) or `digits` (exactly that many decimal digits, no leading zero, as order
+ * numbers are: `20491739025` is 11 digits).
+ */
+export type OpaqueDomain = { kind: 'bits'; bits: number } | { kind: 'digits'; digits: number };
+
+export const MIN_OPAQUE_BITS = 20;
+export const MAX_OPAQUE_BITS = 63;
+export const MIN_OPAQUE_DIGITS = 6;
+export const MAX_OPAQUE_DIGITS = 18;
+
+/** `bits:63`, `digits:11`: the spelling in the admin API, the CLI and frond's table. */
+export function formatDomain(domain: OpaqueDomain): string {
+  return domain.kind === 'bits' ? `bits:${domain.bits}` : `digits:${domain.digits}`;
+}
+
+/** The inverse of `formatDomain`; INVALID_ARGUMENT with what is allowed. */
+export function parseDomain(text: string): OpaqueDomain {
+  const match = /^(bits|digits):(\d{1,2})$/.exec(text);
+  const size = Number(match?.[2]);
+  if (match?.[1] === 'bits' && size >= MIN_OPAQUE_BITS && size <= MAX_OPAQUE_BITS)
+    return { kind: 'bits', bits: size };
+  if (match?.[1] === 'digits' && size >= MIN_OPAQUE_DIGITS && size <= MAX_OPAQUE_DIGITS)
+    return { kind: 'digits', digits: size };
+  throw new FrondError(
+    'INVALID_ARGUMENT',
+    `opaque domain ${JSON.stringify(text)} is not bits:${MIN_OPAQUE_BITS}..${MAX_OPAQUE_BITS} or digits:${MIN_OPAQUE_DIGITS}..${MAX_OPAQUE_DIGITS}`,
+  );
+}
+
+/**
+ * Maps a tag's segment IDs (1, 2, 3, …) one to one onto its opaque IDs, with FF1 under the tag's
+ * key and cycle-walking: the opaque IDs form the set S = [min, radix^length) (no 0; for digits no
+ * leading zero), segment ID s is first placed at min + s − 1, and FF1 is applied again while the
+ * result falls outside S. FF1 is a permutation of [0, radix^length), so walking its cycles within
+ * S is a permutation of S (each cycle that enters S leaves it only to come back), and distinct
+ * segment IDs can never give one opaque ID. Walks are short: |D| / |S| steps on average (10/9 for
+ * digits, about 1 for bits).
+ */
+export class OpaqueCodec {
+  readonly domain: OpaqueDomain;
+  /** How many segment IDs the tag can serve: |S|. Segment IDs above it are refused. */
+  readonly capacity: bigint;
+  private readonly ff1: Ff1;
+  private readonly min: bigint;
+
+  constructor(cipher: BlockCipher, domain: OpaqueDomain) {
+    this.domain = domain;
+    const radix = domain.kind === 'bits' ? 2 : 10;
+    const length = domain.kind === 'bits' ? domain.bits : domain.digits;
+    this.ff1 = new Ff1(cipher, { radix, length });
+    this.min = domain.kind === 'bits' ? 1n : 10n ** BigInt(domain.digits - 1);
+    this.capacity = this.ff1.size - this.min;
+  }
+
+  encode(id: bigint): bigint {
+    return this.encodeMany([id])[0] as bigint;
+  }
+
+  decode(opaque: bigint): bigint {
+    return this.decodeMany([opaque])[0] as bigint;
+  }
+
+  /** Opaque IDs of segment IDs 1..capacity; ID_RANGE_EXHAUSTED above. One cipher call per round per walk. */
+  encodeMany(ids: readonly bigint[]): bigint[] {
+    const start = ids.map((id) => {
+      if (id < 1n || id > this.capacity)
+        throw new FrondError(
+          'ID_RANGE_EXHAUSTED',
+          `segment ID ${id} is past the ${this.capacity} IDs an opaque ${formatDomain(this.domain)} tag can hold`,
+        );
+      return this.min + id - 1n;
+    });
+    return this.walk(start, (values) => this.ff1.encryptMany(values));
+  }
+
+  /** The segment ID behind an opaque ID (support tooling); INVALID_ID if it cannot be one. */
+  decodeMany(opaques: readonly bigint[]): bigint[] {
+    for (const opaque of opaques)
+      if (opaque < this.min || opaque >= this.ff1.size)
+        throw new FrondError(
+          'INVALID_ID',
+          `${opaque} is not an opaque ${formatDomain(this.domain)} ID (outside [${this.min}, ${this.ff1.size}))`,
+        );
+    return this.walk(opaques, (values) => this.ff1.decryptMany(values)).map((x) => x - this.min + 1n);
+  }
+
+  private walk(values: readonly bigint[], step: (values: bigint[]) => bigint[]): bigint[] {
+    const out = step([...values]);
+    // The values that landed outside S take another step; a cycle returns to S, so this ends
+    // (bounded anyway: the chance of 64 steps outside a set that is 9/10 of the domain is 10^-64).
+    for (let round = 0; round < 64; round++) {
+      const outside: number[] = [];
+      for (let i = 0; i < out.length; i++) if ((out[i] as bigint) < this.min) outside.push(i);
+      if (outside.length === 0) return out;
+      const again = step(outside.map((i) => out[i] as bigint));
+      outside.forEach((i, k) => {
+        out[i] = again[k] as bigint;
+      });
+    }
+    throw new FrondError('INTERNAL', 'FF1 cycle walk did not return to the domain in 64 steps');
+  }
+}
