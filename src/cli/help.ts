@@ -11,7 +11,9 @@ defaults. PORT, as hosting platforms set it, is read when FROND_PORT is not set.
 
 --store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
 or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
-&connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
+&connect_timeout_ms=5000&query_timeout_ms=5000. TLS: postgres://…?sslmode=verify-full&sslrootcert=
+ca.pem (also sslcert, sslkey), mysql://…?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem (also ssl-cert,
+ssl-key, tls-version); see docs/databases.md. 'frond db init --print' shows the table's DDL.
 
 Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
 coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one

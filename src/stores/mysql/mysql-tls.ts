@@ -15,8 +15,8 @@ export type MysqlSslMode = (typeof MYSQL_SSL_MODES)[number];
 
 /**
  * MySQL's own client options as URL parameters (the names of MySQL Shell's connection URIs):
- * `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`, `tls-version`. `ssl-ca` alone means VERIFY_CA, as in
- * MySQL's client. PREFERRED is refused: it falls back to plain text, and frond never does.
+ * `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`, `tls-version`. `ssl-ca` alone means VERIFY_CA (a CA
+ * given is a CA checked). PREFERRED is refused: it falls back to plain text, and frond never does.
  */
 export const MYSQL_TLS: NetworkSqlTlsParameters = {
   names: ['ssl-mode', 'ssl-ca', 'ssl-cert', 'ssl-key', 'tls-version'],

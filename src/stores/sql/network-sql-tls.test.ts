@@ -65,7 +65,7 @@ describe('store URL TLS parameters', () => {
     assert.equal(mysqlBackend.parse('mysql://u@h/db').tls, undefined);
     assert.equal(myTls('ssl-mode=DISABLED'), undefined);
     assert.deepEqual(myTls('ssl-mode=required'), { verify: 'none' });
-    // As MySQL's client: a CA without a mode verifies against it.
+    // A CA without a mode is a CA checked.
     assert.deepEqual(myTls('ssl-ca=/ca.pem'), { verify: 'ca', caFile: '/ca.pem' });
     assert.deepEqual(myTls('ssl-mode=VERIFY_CA&ssl-ca=/ca.pem', '10.0.0.5'), {
       verify: 'ca',
