@@ -117,7 +117,7 @@ describe('npm packages', () => {
     assert.ok(serverFiles.includes('docs/databases.md'));
     const stray = serverFiles.filter(
       (path) =>
-        !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/frond|docs\/.+\.md|dist\/.+\.(js|d\.ts))$/.test(
+        !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/frond|docs\/.+|dist\/.+\.(js|d\.ts))$/.test(
           path,
         ),
     );
