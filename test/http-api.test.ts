@@ -9,6 +9,7 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core
 import { decomposeSnowflake, LEAF_EPOCH } from '../src/core/snowflake-layout.js';
 import { createApp } from '../src/server/app.js';
 import { type RunningServer, type ServeConfig, startServer } from '../src/server/serve.js';
+import { FROND_VERSION } from '../src/server/version.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
@@ -135,9 +136,11 @@ describe('HTTP API (real server, SQLite store)', () => {
   it('serves /healthz, and /cache and /db as HTML with the tag', async () => {
     const health = JSON.parse((await call(base, '/healthz')).body) as {
       status: string;
+      version: string;
       snowflake: { workerId: number };
     };
     assert.equal(health.status, 'ok');
+    assert.equal(health.version, FROND_VERSION);
     assert.equal(health.snowflake.workerId, 42);
     for (const page of ['/cache', '/db']) {
       const reply = await call(base, page);

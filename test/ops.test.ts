@@ -9,6 +9,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { type RunningServer, readiness, type ServeConfig, startServer } from '../src/server/serve.js';
 import { StatsSampler } from '../src/server/stats.js';
+import { FROND_VERSION } from '../src/server/version.js';
 import { runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
 import { randomTag } from './support/random-tag.js';
@@ -98,6 +99,13 @@ describe('operations API (real server)', () => {
     // The second load read the step PATCHed to 250 above.
     assert.match(text, new RegExp(`^frond_segment_step\\{tag="${tag}"\\} 250$`, 'm'));
     assert.match(text, /^frond_snowflake_worker_id 9$/m);
+    assert.match(
+      text,
+      new RegExp(
+        `^frond_build_info\\{version="${FROND_VERSION.replace(/\./g, '\\.')}",node="[0-9.]+"\\} 1$`,
+        'm',
+      ),
+    );
     assert.match(
       text,
       /^frond_http_request_duration_seconds_count\{route="leaf_segment",status="200"\} 3\d/m,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
+import { type JdbcDialect, tlsParametersFromJdbc } from './jdbc-tls.js';
 import type { OptionEntry } from './option-entry.js';
 import { type RawValues, turned } from './options.js';
 
@@ -88,7 +89,10 @@ function leafBoolean(value: string, key: string, path: string): boolean {
   throw invalid(`${path}: ${key}=${value} must be true or false`);
 }
 
-/** `jdbc:mysql://host:port/db?params` and Leaf's username/password become `mysql://user:pass@host:port/db`. */
+/**
+ * `jdbc:mysql://host:port/db?params` and Leaf's username/password become
+ * `mysql://user:pass@host:port/db`, with the URL's TLS properties as TLS parameters.
+ */
 function storeFromJdbc(
   url: string,
   user: string | undefined,
@@ -104,7 +108,10 @@ function storeFromJdbc(
   const auth = user
     ? `${encodeURIComponent(user)}${password ? `:${encodeURIComponent(password)}` : ''}@`
     : '';
-  return `${scheme}://${auth}${match[2]}/${match[3]}`;
+  // The driver's TLS properties become the store's TLS parameters (jdbc-tls.ts).
+  const query = url.trim().slice(match[0].length).replace(/^[?;]/, '');
+  const tls = tlsParametersFromJdbc(match[1] as JdbcDialect, query, `${path}: leaf.jdbc.url`);
+  return `${scheme}://${auth}${match[2]}/${match[3]}${tls.length === 0 ? '' : `?${new URLSearchParams(tls)}`}`;
 }
 
 /** Keys read only together with another key (`leaf.jdbc.url`'s user and password). */

@@ -7,11 +7,13 @@ const WIDTH = 100;
 const PROSE = `Every serve setting is also an environment variable and a key of --config FILE: --port is
 FROND_PORT and "port", --no-segment is FROND_NO_SEGMENT=true and "no-segment": true. Flags win over
 the environment, the environment over --config, --config over --leaf-config, and that over the
-defaults. 'frond serve --help' lists every setting with its default and bounds.
+defaults. PORT, as hosting platforms set it, is read when FROND_PORT is not set. 'frond serve --help' lists every setting with its default and bounds.
 
 --store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
 or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
-&connect_timeout_ms=5000&query_timeout_ms=5000. 'frond db init --print' shows the table's DDL.
+&connect_timeout_ms=5000&query_timeout_ms=5000. TLS: postgres://…?sslmode=verify-full&sslrootcert=
+ca.pem (also sslcert, sslkey), mysql://…?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem (also ssl-cert,
+ssl-key, tls-version); see docs/databases.md. 'frond db init --print' shows the table's DDL.
 
 Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
 coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
@@ -74,7 +76,11 @@ export function commandHelp(command: CommandSpec): string {
     const facts = [
       `default ${plain(defaultOf(entry))}`,
       rangeOf(entry),
-      entry.env ?? '',
+      entry.env === null
+        ? ''
+        : entry.platformEnv === undefined
+          ? entry.env
+          : `${entry.env} (then ${entry.platformEnv})`,
       entry.leafKey === undefined ? '' : `leaf.properties ${entry.leafKey}`,
     ].filter((fact) => fact !== '');
     return `${(left[i] as string).padEnd(column)}${plain(entry.help)}\n${' '.repeat(column)}${facts.join('; ')}`;
@@ -115,7 +121,10 @@ export function readmeTable(options: readonly OptionEntry[]): string {
     ['flag', 'environment', 'config key', 'leaf.properties', 'default', 'values', 'meaning'],
     ...options.map((entry) => [
       code(`--${entry.flag}`),
-      code(entry.env),
+      [entry.env, entry.platformEnv]
+        .map(code)
+        .filter((cell) => cell !== '')
+        .join(', '),
       code(entry.configKey),
       code(entry.leafKey),
       defaultOf(entry),

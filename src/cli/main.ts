@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { describeError, ERROR_CODES, isFrondError } from '../core/errors.js';
+import { FROND_VERSION } from '../server/version.js';
 import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
 import { commandHelp, commandsNamed, overviewHelp } from './help.js';
@@ -28,7 +28,7 @@ export async function main(args: string[]): Promise<number> {
         return await decodeCommand(rest, out);
       case 'version':
       case '--version':
-        out(version());
+        out(FROND_VERSION);
         return 0;
       case 'help':
       case '--help':
@@ -53,11 +53,4 @@ export async function main(args: string[]): Promise<number> {
 function wantsHelp(args: string[]): boolean {
   const end = args.indexOf('--');
   return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
-}
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
 }

@@ -14,6 +14,11 @@ export interface OptionEntry<N extends string = string, V = unknown> {
   readonly negated: boolean;
   /** `FROND_` and the flag in capitals, or null: the setting has no environment variable. */
   readonly env: string | null;
+  /**
+   * A variable a hosting platform sets for the process (`PORT`), read after `env` and before the
+   * files: an explicit `FROND_PORT` wins over it, the platform's value over a config file.
+   */
+  readonly platformEnv: string | undefined;
   /** The key in `--config FILE` (the flag's name), or null: not settable from the file. */
   readonly configKey: string | null;
   /** The key in Leaf's `leaf.properties`, where Leaf has one. */
@@ -56,6 +61,8 @@ interface Common<N extends string> {
   help: string;
   /** false: no environment variable (options of one command, like `tag add --step`). */
   env?: false;
+  /** See `OptionEntry.platformEnv`. */
+  platformEnv?: string;
   /** false: not a key of `--config FILE`. */
   configKey?: false;
   leafKey?: string;
@@ -74,6 +81,7 @@ function entry<N extends string, V>(
     flag: spec.flag,
     negated: false,
     env: spec.env === false ? null : envName(spec.flag),
+    platformEnv: spec.platformEnv,
     configKey: spec.configKey === false || spec.env === false ? null : spec.flag,
     leafKey: spec.leafKey,
     type,

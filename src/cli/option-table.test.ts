@@ -58,6 +58,18 @@ describe('option table', () => {
     );
   });
 
+  it('reads PORT, as hosting platforms set it, below --port and FROND_PORT and above the files', () => {
+    const file = (values: RawValues['values']): RawValues => ({ values, sources: {} });
+    const port = (args: string[], env: NodeJS.ProcessEnv, files: RawValues[] = []) =>
+      parseCommand(SERVE, args, { env, files }).settings.port;
+    assert.equal(port([], { PORT: '5000' }), 5000);
+    assert.equal(port([], { PORT: '5000', FROND_PORT: '6000' }), 6000);
+    assert.equal(port(['--port', '7000'], { PORT: '5000', FROND_PORT: '6000' }), 7000);
+    assert.equal(port([], { PORT: '5000' }, [file({ port: '3' })]), 5000);
+    assert.equal(port([], { PORT: '' }, [file({ port: '3' })]), 3);
+    assert.throws(() => port([], { PORT: 'http' }), /^FrondError: PORT "http" is invalid/);
+  });
+
   it('names the fields of the server config as the settings they come from', () => {
     const settings = parseCommand(SERVE, ['--data-dir', '/tmp/x'], { env: {} }).settings;
     const names = new Set(SERVE_OPTIONS.map((entry) => entry.name));

@@ -66,7 +66,9 @@ export const SERVE_OPTIONS = [
     min: 0,
     max: 65_535,
     leafKey: 'server.port',
-    help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line)',
+    // The platforms' convention (Heroku, Cloud Run, Render…): they say the port in PORT.
+    platformEnv: 'PORT',
+    help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); `PORT` is read when `FROND_PORT` is not set',
   }),
   ...STORE_OPTIONS,
   integer({

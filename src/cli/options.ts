@@ -49,7 +49,7 @@ export function parseCommand<O extends readonly OptionEntry[]>(
 }
 
 /**
- * Flags first, then `FROND_*` environment variables, then `context.files`. Unknown flags and extra
+ * Flags first, then `FROND_*` environment variables (then a platform's, `PORT`), then `context.files`. Unknown flags and extra
  * arguments are errors with one line that says what to fix.
  */
 export function parseRaw(
@@ -89,10 +89,13 @@ export function parseRaw(
       sources[entry.name] = `--${entry.flag}`;
       continue;
     }
-    const text = entry.env === null ? undefined : env[entry.env];
-    if (entry.env !== null && text !== undefined && text !== '') {
-      values[entry.name] = entry.type === 'boolean' ? turned(entry, parseBoolean(entry.env, text)) : text;
-      sources[entry.name] = entry.env;
+    const variable = [entry.env, entry.platformEnv].find(
+      (name): name is string => typeof name === 'string' && env[name] !== undefined && env[name] !== '',
+    );
+    const text = variable === undefined ? undefined : (env[variable] as string);
+    if (variable !== undefined && text !== undefined) {
+      values[entry.name] = entry.type === 'boolean' ? turned(entry, parseBoolean(variable, text)) : text;
+      sources[entry.name] = variable;
       continue;
     }
     for (const file of files) {

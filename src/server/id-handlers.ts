@@ -9,6 +9,7 @@ import { idsJson } from './ids-json.js';
 import { cachePage, dbPage, leafDecodeBody } from './leaf-pages.js';
 import { sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 import type { RouteHandler } from './router.js';
+import { FROND_VERSION } from './version.js';
 
 /** The largest batch one request may ask for (Tinyid's batch.size.max is the same). */
 export const MAX_COUNT = 10_000;
@@ -126,6 +127,7 @@ export function createIdHandlers(
     health(_req, res) {
       sendJson(res, 200, {
         status: 'ok',
+        version: FROND_VERSION,
         segment: segment ? { store: segment.store.description, tags: segment.tags().length } : null,
         snowflake: snowflake ? { workerId: snowflake.workerId, epoch: snowflake.epoch } : null,
       });

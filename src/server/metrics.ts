@@ -4,6 +4,7 @@ import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RouteLabel } from './route-table.js';
 import type { StatsSampler } from './stats.js';
+import { FROND_VERSION } from './version.js';
 
 /** What the HTTP layer reports about each request; a no-op when metrics are off. */
 export interface RequestObserver {
@@ -104,6 +105,13 @@ export class Metrics implements RequestObserver, CoreObserver {
     );
     perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step);
     perTag('frond_segment_next_ready', '1 when the next segment is loaded', (t) => (t.nextReady ? 1 : 0));
+    // The usual build-info gauge: always 1, the version in its labels (join it onto other series).
+    new Gauge({
+      name: 'frond_build_info',
+      help: 'Always 1; the labels say which frond and Node.js run',
+      labelNames: ['version', 'node'],
+      registers,
+    }).set({ version: FROND_VERSION, node: process.versions.node }, 1);
     new Gauge({
       name: 'frond_snowflake_worker_id',
       help: 'Snowflake worker ID held by this node (absent when snowflake mode is off)',

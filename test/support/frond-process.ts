@@ -26,13 +26,14 @@ export interface FrondProcess {
 
 /**
  * Starts `frond serve ARGS` (add `--port 0` for a free port) and resolves once it listens; rejects
- * with its output if it exits first or does not listen within `timeoutMs`.
+ * with its output if it exits first or does not listen within `timeoutMs`. `bin`: another
+ * installation's executable (an installed package) instead of this repository's.
  */
 export function startFrond(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; bin?: string } = {},
 ): Promise<FrondProcess> {
-  const child = spawn(process.execPath, [FROND_BIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [options.bin ?? FROND_BIN, 'serve', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });

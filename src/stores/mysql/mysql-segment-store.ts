@@ -11,6 +11,7 @@ import {
   toTagRow,
 } from '../sql/network-sql.js';
 import type { TableCheck } from '../store-backend.js';
+import { mysqlSsl } from './mysql-tls.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -78,6 +79,7 @@ export class MysqlSegmentStore implements TagStore {
       timezone: 'Z',
       // For the one-round-trip allocation above; every value is escaped by the driver.
       multipleStatements: true,
+      ...(options.tls && { ssl: mysqlSsl(options.tls, this.description) }),
     });
     // A pooled connection that breaks while idle (the server restarted) leaves the pool; this
     // listener keeps its 'error' event from ending the process.

@@ -2,6 +2,7 @@ import type { NetworkSqlConfig } from '../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../sql/network-sql-url.js';
 import type { StoreBackend } from '../store-backend.js';
 import { POSTGRES_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
+import { POSTGRES_TLS } from './postgres-tls.js';
 
 /** `postgres://` (or `postgresql://`, as libpq writes it): PostgreSQL on port 5432 unless named. */
 export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
@@ -10,6 +11,6 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   usage: 'postgres://USER@HOST:PORT/DB',
   ddl: POSTGRES_DDL,
   redact: redactUrl,
-  parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432 }),
+  parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
   open: (config, { logger }) => new PostgresSegmentStore({ ...config, ...(logger && { logger }) }),
 };

@@ -11,6 +11,7 @@ import {
   toTagRow,
 } from '../sql/network-sql.js';
 import type { TableCheck } from '../store-backend.js';
+import { postgresSsl } from './postgres-tls.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -65,6 +66,7 @@ export class PostgresSegmentStore implements TagStore {
       idleTimeoutMillis: 30_000,
       keepAlive: true,
       application_name: 'frond',
+      ...(options.tls && { ssl: postgresSsl(options.tls, this.description) }),
     });
     // An idle connection that breaks (the server restarted) is dropped by the pool; without this
     // listener its 'error' event would end the process.

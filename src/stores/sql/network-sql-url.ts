@@ -1,5 +1,6 @@
 import { FrondError } from '../../core/errors.js';
 import type { NetworkSqlConfig } from './network-sql.js';
+import type { NetworkSqlTlsParameters } from './network-sql-tls.js';
 
 /** Query parameters a database URL may carry, with their defaults and bounds. */
 const URL_PARAMETERS = {
@@ -13,6 +14,8 @@ const URL_PARAMETERS = {
 export interface NetworkSqlDialect {
   scheme: string;
   defaultPort: number;
+  /** The dialect's TLS parameters (network-sql-tls.ts); without them a URL asks for none. */
+  tls?: NetworkSqlTlsParameters;
 }
 
 /**
@@ -42,13 +45,18 @@ export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): Ne
     connectTimeoutMs: URL_PARAMETERS.connect_timeout_ms.fallback,
     queryTimeoutMs: URL_PARAMETERS.query_timeout_ms.fallback,
   };
+  const tlsValues = new Map<string, string>();
   for (const [name, text] of url.searchParams) {
+    if (dialect.tls?.names.includes(name)) {
+      tlsValues.set(name, text);
+      continue;
+    }
     const parameter = Object.hasOwn(URL_PARAMETERS, name)
       ? URL_PARAMETERS[name as keyof typeof URL_PARAMETERS]
       : undefined;
     if (parameter === undefined) {
       throw invalid(
-        `--store ${shown}: unknown parameter ${JSON.stringify(name)}; use ${Object.keys(URL_PARAMETERS).join(', ')}`,
+        `--store ${shown}: unknown parameter ${JSON.stringify(name)}; use ${[...Object.keys(URL_PARAMETERS), ...(dialect.tls?.names ?? [])].join(', ')}`,
       );
     }
     const value = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
@@ -59,6 +67,8 @@ export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): Ne
     }
     config[parameter.key] = value;
   }
+  const tls = tlsValues.size === 0 ? undefined : dialect.tls?.read(tlsValues, { shown, host: config.host });
+  if (tls !== undefined) config.tls = tls;
   return config;
 }
 

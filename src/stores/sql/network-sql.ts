@@ -2,6 +2,7 @@
 // SQLite is embedded and has its own. The URL that configures them is read in network-sql-url.ts.
 import type { Logger } from '../../core/logger.js';
 import type { TagRow } from '../../core/tag-admin.js';
+import type { NetworkSqlTls } from './network-sql-tls.js';
 
 /** A database server's store, as a `postgres://` or `mysql://` URL describes it. */
 export interface NetworkSqlConfig {
@@ -16,6 +17,8 @@ export interface NetworkSqlConfig {
   connectTimeoutMs: number;
   /** Bounds one statement, on the server and in the client (a network that went silent). */
   queryTimeoutMs: number;
+  /** TLS to the server (the URL's TLS parameters); absent: plain TCP. */
+  tls?: NetworkSqlTls;
 }
 
 export interface NetworkSqlOptions extends NetworkSqlConfig {
