@@ -125,7 +125,7 @@ describe('@frond/client against a real frond serve', () => {
     assert.equal(error.retryable, false);
     assert.equal(error.attempts, 1);
     assert.throws(
-      () => made.tryNextId('bad tag!'),
+      () => made.tryNextId('bad\ttag'),
       (e) => isFrondClientError(e, 'INVALID_TAG'),
     );
   });
