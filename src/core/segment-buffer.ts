@@ -89,12 +89,15 @@ export interface SegmentBufferState {
  */
 export class SegmentBuffer {
   // The current segment, kept in plain number fields because `tryNext` reads them for every ID. A
-  // segment within ±(2^53 − 1) keeps its IDs themselves there (`base` undefined); one beyond keeps
-  // offsets from `base`, its first ID, so the hot path is the same increment either way and only a
-  // segment above 2^53 pays for a bigint per ID.
+  // segment within ±(2^53 − 1) keeps its IDs themselves in `value`/`max` (`base` undefined), and
+  // `tryNext` is one comparison and an increment, nothing more. A segment beyond keeps `value` and
+  // `max` at 0 (so that fast path never matches) and offsets from `base`, its first ID, in
+  // `bigValue`/`bigMax`: only such a segment pays for a bigint per ID.
   private value = 0;
   private max = 0;
   private base: bigint | undefined;
+  private bigValue = 0;
+  private bigMax = 0;
   private currentStep = 0;
   /** IDs handed out before the current segment, so counting costs nothing per ID. */
   private issuedBefore = 0;
@@ -134,10 +137,26 @@ export class SegmentBuffer {
     if (id < this.max) {
       this.value = id + 1;
       if (id > this.preloadAfter) this.startLoad();
-      const base = this.base;
-      return base === undefined ? id : base + BigInt(id);
+      return id;
     }
+    if (this.base !== undefined && this.bigValue < this.bigMax) return this.tryNextBig(this.base);
     return this.switchSegment() ? this.tryNext() : undefined;
+  }
+
+  /** The current segment's next ID when it lies beyond ±(2^53 − 1). */
+  private tryNextBig(base: bigint): bigint {
+    const offset = this.bigValue++;
+    if (offset > this.preloadAfter) this.startLoad();
+    return base + BigInt(offset);
+  }
+
+  /** The current segment's next value and end, as numbers: IDs, or offsets from `base`. */
+  private get at(): number {
+    return this.base === undefined ? this.value : this.bigValue;
+  }
+
+  private get end(): number {
+    return this.base === undefined ? this.max : this.bigMax;
   }
 
   /** The next ID, waiting a bounded time for a load when both buffers are empty. */
@@ -174,7 +193,7 @@ export class SegmentBuffer {
       minStep: this.minStep,
       loads: this.loads,
       lastLoadAt: this.lastLoadAt,
-      issued: this.issuedBefore + Math.min(this.value, this.max) - this.currentStart,
+      issued: this.issuedBefore + Math.min(this.at, this.end) - this.currentStart,
       loadFailures: this.loadFailures,
       lastLoadMs: this.lastLoadMs,
       lastError: this.failure && {
@@ -187,18 +206,22 @@ export class SegmentBuffer {
 
   private currentSlot(): SegmentSlot {
     const base = this.base ?? 0n;
-    return { value: base + BigInt(this.value), max: base + BigInt(this.max), step: this.currentStep };
+    return { value: base + BigInt(this.at), max: base + BigInt(this.end), step: this.currentStep };
   }
 
   private fill(out: SegmentId[], count: number): void {
     while (out.length < count) {
-      let id = this.value;
-      const end = Math.min(this.max, id + (count - out.length));
+      const base = this.base;
+      let id = this.at;
+      const end = Math.min(this.end, id + (count - out.length));
       if (id < end) {
-        const base = this.base;
-        if (base === undefined) for (; id < end; id++) out.push(id);
-        else for (; id < end; id++) out.push(base + BigInt(id));
-        this.value = end;
+        if (base === undefined) {
+          for (; id < end; id++) out.push(id);
+          this.value = end;
+        } else {
+          for (; id < end; id++) out.push(base + BigInt(id));
+          this.bigValue = end;
+        }
         if (end - 1 > this.preloadAfter) this.startLoad();
       } else if (!this.switchSegment()) {
         return;
@@ -219,7 +242,7 @@ export class SegmentBuffer {
   }
 
   private install(range: Range): void {
-    this.issuedBefore += Math.min(this.value, this.max) - this.currentStart;
+    this.issuedBefore += Math.min(this.at, this.end) - this.currentStart;
     // The first segment goes into Leaf's slot 0; every later one into the other slot, which then
     // becomes the one in use.
     if (this.currentStep > 0) {
@@ -230,14 +253,18 @@ export class SegmentBuffer {
       this.base = undefined;
       this.value = Number(range.start);
       this.max = Number(range.max);
+      this.bigValue = 0;
+      this.bigMax = 0;
     } else {
       this.base = range.start;
       this.value = 0;
-      this.max = range.step;
+      this.max = 0;
+      this.bigValue = 0;
+      this.bigMax = range.step;
     }
-    this.currentStart = this.value;
+    this.currentStart = this.at;
     this.currentStep = range.step;
-    this.preloadAfter = this.max - this.options.preloadBelowIdle * range.step;
+    this.preloadAfter = this.end - this.options.preloadBelowIdle * range.step;
   }
 
   private startLoad(): void {
@@ -248,7 +275,7 @@ export class SegmentBuffer {
       .then(
         (range) => {
           this.failure = undefined;
-          if (this.value >= this.max) this.install(range);
+          if (this.at >= this.end) this.install(range);
           else this.nextRange = range;
         },
         (error: unknown) => {
@@ -260,8 +287,8 @@ export class SegmentBuffer {
           this.failure = { error: failure, at: this.clock.now() };
           this.loadFailures++;
           // A later request past the 10% mark tries again (after retryDelayMs).
-          if (this.value < this.max)
-            this.preloadAfter = this.max - this.options.preloadBelowIdle * this.currentStep;
+          if (this.at < this.end)
+            this.preloadAfter = this.end - this.options.preloadBelowIdle * this.currentStep;
           // An unknown tag is a client's mistake, not the node's: not worth a warning.
           const level = failure.code === 'TAG_NOT_FOUND' ? 'debug' : 'warn';
           this.logger.log(level, 'segment.load_failed', {
