@@ -3,6 +3,7 @@ import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import type { Allocation } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
@@ -21,6 +22,51 @@ export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
   \`update_time\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`;
+
+/**
+ * frond's own tables, beside Leaf's (which stays as it is): the fence row, one per database, and
+ * the highest max_id granted per tag, written in the same transaction as every fenced advance
+ * (docs/databases.md, "Failover, restore and split brain").
+ */
+export const MYSQL_FROND_DDL = [
+  `CREATE TABLE IF NOT EXISTS \`frond_fence\` (
+  \`id\` tinyint NOT NULL,
+  \`epoch\` bigint NOT NULL,
+  \`identity\` varchar(128) NOT NULL,
+  \`fenced_at\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (\`id\`)
+) ENGINE=InnoDB`,
+  `CREATE TABLE IF NOT EXISTS \`frond_high_water\` (
+  \`biz_tag\` varchar(128) NOT NULL,
+  \`max_id\` bigint NOT NULL,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`,
+];
+
+/** The server a statement runs on: a replica promoted in a failover has its own server_id. */
+const IDENTITY_SQL = 'CAST(@@server_id AS CHAR)';
+/**
+ * The fence row names this server (compared as bytes: the row's and the session's collations
+ * differ). Kept in a user variable, which a statement-based binlog carries by value, so a replica
+ * applying the UPDATE does not compare against its own server_id.
+ */
+const FENCE_CURRENT = 'CAST(@frond_identity AS BINARY) <=> CAST(@@server_id AS BINARY)';
+
+/**
+ * The fenced advance, one batch and one transaction: the fence row is read under a shared lock
+ * (only a fence waits for it) and compared with this server; the tag's row advances only if they
+ * match, from at least the highest max_id frond recorded for it, and the new max_id is recorded.
+ */
+const advanceFencedSql = (byStep: boolean) => `SET @frond_epoch = NULL, @frond_identity = NULL;
+START TRANSACTION;
+SELECT epoch, identity INTO @frond_epoch, @frond_identity FROM frond_fence WHERE id = 1 LOCK IN SHARE MODE;
+SET @frond_current = ${FENCE_CURRENT};
+UPDATE leaf_alloc SET max_id = GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), 0)) + ${byStep ? '?' : 'step'} WHERE biz_tag = ? AND @frond_current = 1;
+INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag = ? AND @frond_current = 1
+  ON DUPLICATE KEY UPDATE max_id = GREATEST(frond_high_water.max_id, VALUES(max_id));
+SELECT @frond_epoch AS epoch, ${IDENTITY_SQL} AS identity, @frond_current AS current, l.max_id, l.step
+  FROM (SELECT 1) one LEFT JOIN leaf_alloc l ON l.biz_tag = ?;
+COMMIT`;
 
 /**
  * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
@@ -42,7 +88,7 @@ COMMIT`;
  * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
  * never reused, and the pool opens a new one for the next operation.
  */
-export class MysqlSegmentStore implements TagStore {
+export class MysqlSegmentStore implements TagStore, FenceOps {
   readonly description: string;
   private readonly pool: mysql.Pool;
   private readonly connectTimeoutMs: number;
@@ -101,6 +147,79 @@ export class MysqlSegmentStore implements TagStore {
     if (row === undefined) return undefined;
     const tableStep = Number(row.step);
     return { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep };
+  }
+
+  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    const [results] =
+      step === undefined
+        ? await this.query(advanceFencedSql(false), [tag, tag, tag, tag])
+        : await this.query(advanceFencedSql(true), [tag, step, tag, tag, tag]);
+    const parts = results as unknown[];
+    const update = parts[4] as mysql.ResultSetHeader;
+    const row = (
+      parts[6] as {
+        epoch: string | null;
+        identity: string;
+        current: number | string;
+        max_id: string | null;
+        step: number | null;
+      }[]
+    )[0];
+    if (row === undefined) throw new Error('the fenced advance returned no row');
+    const epoch = row.epoch === null ? 0 : Number(row.epoch);
+    if (Number(row.current) !== 1) return { kind: 'unfenced', epoch, identity: row.identity };
+    if (update.affectedRows === 0 || row.max_id === null || row.step === null) return undefined;
+    const tableStep = Number(row.step);
+    return {
+      kind: 'granted',
+      allocation: { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep },
+      epoch,
+      identity: row.identity,
+    };
+  }
+
+  fence(request: FenceRequest): Promise<FenceOutcome> {
+    return this.guard(async () => {
+      await this.ensureTable();
+      return this.transaction(async (sql) => {
+        const [identityRows] = await sql(`SELECT ${IDENTITY_SQL} AS identity`);
+        const identity = (identityRows as { identity: string }[])[0]?.identity as string;
+        const lock = async () =>
+          (
+            (await sql('SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE'))[0] as {
+              epoch: string;
+              identity: string;
+            }[]
+          )[0];
+        let row = await lock();
+        if (row === undefined) {
+          // A database frond never fenced: it records this one and raises nothing.
+          await sql('INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)', [
+            request.seenEpoch + 1,
+            identity,
+          ]);
+          row = (await lock()) as { epoch: string; identity: string };
+          return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
+        }
+        if (row.identity === identity && Number(row.epoch) > request.seenEpoch) {
+          return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
+        }
+        const [raised] = await sql('UPDATE leaf_alloc SET max_id = max_id + ?', [request.skip.toString()]);
+        for (const [tag, maxId] of request.atLeast) {
+          await sql('UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id < ?', [
+            maxId.toString(),
+            tag,
+            maxId.toString(),
+          ]);
+        }
+        const epoch = Math.max(Number(row.epoch), request.seenEpoch) + 1;
+        await sql(
+          'UPDATE frond_fence SET epoch = ?, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
+          [epoch, identity],
+        );
+        return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
+      });
+    });
   }
 
   async listTags(): Promise<string[]> {
@@ -199,7 +318,53 @@ export class MysqlSegmentStore implements TagStore {
     }
   }
 
+  /**
+   * `operation` in one transaction on one connection, under one deadline; committed if it
+   * resolves, and the connection destroyed (which rolls back) if anything fails.
+   */
+  private async transaction<T>(
+    operation: (sql: (text: string, values?: unknown[]) => Promise<[unknown, unknown]>) => Promise<T>,
+  ): Promise<T> {
+    const connection = await deadline(
+      this.pool.getConnection(),
+      this.connectTimeoutMs,
+      'connecting',
+      (late) => late.release(),
+    );
+    let healthy = false;
+    try {
+      const result = await deadline(
+        (async () => {
+          if (!this.prepared.has(connection.connection)) {
+            await connection.query(this.sessionSql);
+            this.prepared.add(connection.connection);
+          }
+          await connection.query('START TRANSACTION');
+          const value = await operation(
+            (text, values) => connection.query(text, values) as Promise<[unknown, unknown]>,
+          );
+          await connection.query('COMMIT');
+          return value;
+        })(),
+        this.queryTimeoutMs,
+        'fence',
+      );
+      healthy = true;
+      return result;
+    } finally {
+      if (healthy) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  /** leaf_alloc (created if missing, never altered), then frond's own tables. */
   private async checkTable(): Promise<TableCheck> {
+    const found = await this.checkLeafTable();
+    for (const ddl of MYSQL_FROND_DDL) await this.run(ddl);
+    return found;
+  }
+
+  private async checkLeafTable(): Promise<TableCheck> {
     const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE 1 = 0`;
     try {
       await this.run(probe);
