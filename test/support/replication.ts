@@ -265,6 +265,7 @@ export class MariadbServer {
     await run(
       'mariadb-install-db',
       [
+        '--no-defaults',
         `--datadir=${join(dir, 'data')}`,
         '--user=root',
         '--auth-root-authentication-method=normal',

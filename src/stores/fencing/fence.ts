@@ -23,10 +23,12 @@ export interface FenceOutcome {
 
 export interface FenceRequest {
   /**
-   * The newest epoch the caller saw. The fence is skipped (another node did it) when the row
-   * already names this database with a newer epoch; otherwise the new epoch is above this one.
+   * The epoch the caller read in the row it found wrong. The fence is not done again when the row
+   * now names this database with a newer epoch: another node fenced in between.
    */
-  seenEpoch: number;
+  observedEpoch: number;
+  /** The new epoch is above this too: the newest epoch the caller ever saw. */
+  aboveEpoch: number;
   /** Added to every tag's max_id. */
   skip: bigint;
   /** Per tag, a floor for max_id after the fence: the highest max_id the caller was ever granted. */

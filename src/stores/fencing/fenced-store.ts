@@ -63,6 +63,10 @@ export class FencedStore implements OpenedStore {
   async advance(tag: string, step?: number): Promise<Allocation | undefined> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (this.fencing !== undefined) await this.fencing;
+      // What this node knew when it asked: an answer read before a fence that this node learned of
+      // meanwhile carries the older epoch, and is no sign of a database that went back.
+      const sentEpoch = this.highWater.state.epoch;
+      const sentIdentity = this.highWater.state.identity;
       const result = await this.advanceOnce(tag, step);
       if (result === undefined) return undefined;
       if (result.kind === 'unfenced') {
@@ -72,16 +76,15 @@ export class FencedStore implements OpenedStore {
           reason: result.epoch === 0 ? 'first use of this database' : 'database identity changed',
           identity: result.identity,
         });
-        await this.fence(Math.max(result.epoch, this.highWater.state.epoch));
+        await this.fence(result.epoch, sentEpoch);
         continue;
       }
       const { allocation, epoch, identity } = result;
-      const known = this.highWater.state;
-      if (epoch < known.epoch) {
-        if (identity !== known.identity) {
+      if (epoch < sentEpoch) {
+        if (identity !== sentIdentity) {
           throw new FrondError(
             'STORE_UNAVAILABLE',
-            `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${known.epoch} on ${known.identity}; a primary that was replaced is not served from (split brain)`,
+            `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${sentEpoch} on ${sentIdentity}; a primary that was replaced is not served from (split brain)`,
           );
         }
         // The very database that showed a newer epoch shows an older one: it was restored.
@@ -90,13 +93,13 @@ export class FencedStore implements OpenedStore {
           store: this.description,
           reason: 'fence epoch went back',
           epoch,
-          seen: known.epoch,
+          seen: sentEpoch,
         });
-        await this.fence(known.epoch);
+        await this.fence(epoch, sentEpoch);
         continue;
       }
       const start = allocation.maxId - BigInt(allocation.step);
-      const reached = known.tags.get(tag);
+      const reached = this.highWater.state.tags.get(tag);
       if (reached !== undefined && start < reached) {
         this.logger.log('warn', 'segment.fence_needed', {
           tag,
@@ -106,7 +109,7 @@ export class FencedStore implements OpenedStore {
           reached: reached.toString(),
         });
         if (this.fenceOps === undefined) return this.above(tag, allocation, reached, epoch, identity);
-        await this.fence(known.epoch);
+        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
         continue;
       }
       await this.record(tag, allocation.maxId, epoch, identity);
@@ -143,12 +146,13 @@ export class FencedStore implements OpenedStore {
     return allocation && { kind: 'granted', allocation, epoch: 0, identity: this.description };
   }
 
-  private fence(seenEpoch: number): Promise<void> {
+  private fence(observedEpoch: number, aboveEpoch: number): Promise<void> {
     const ops = this.fenceOps as FenceOps;
     this.fencing ??= (async () => {
       try {
         const outcome = await ops.fence({
-          seenEpoch,
+          observedEpoch,
+          aboveEpoch,
           skip: this.skip,
           atLeast: this.highWater.state.tags,
         });

@@ -195,13 +195,13 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
         if (row === undefined) {
           // A database frond never fenced: it records this one and raises nothing.
           await sql('INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)', [
-            request.seenEpoch + 1,
+            request.aboveEpoch + 1,
             identity,
           ]);
           row = (await lock()) as { epoch: string; identity: string };
           return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
         }
-        if (row.identity === identity && Number(row.epoch) > request.seenEpoch) {
+        if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
           return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
         }
         const [raised] = await sql('UPDATE leaf_alloc SET max_id = max_id + ?', [request.skip.toString()]);
@@ -212,7 +212,7 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
             maxId.toString(),
           ]);
         }
-        const epoch = Math.max(Number(row.epoch), request.seenEpoch) + 1;
+        const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
         await sql(
           'UPDATE frond_fence SET epoch = ?, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
           [epoch, identity],

@@ -191,12 +191,12 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       // A database frond never fenced: it records this one and raises nothing.
       await client.query(
         'INSERT INTO frond_fence (id, epoch, identity) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING',
-        [request.seenEpoch + 1, identity],
+        [request.aboveEpoch + 1, identity],
       );
       row = (await lock()).rows[0] as { epoch: string; identity: string };
       return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
     }
-    if (row.identity === identity && Number(row.epoch) > request.seenEpoch) {
+    if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
       return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
     }
     const raised = await client.query(
@@ -211,7 +211,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
         [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)],
       );
     }
-    const epoch = Math.max(Number(row.epoch), request.seenEpoch) + 1;
+    const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
     await client.query(
       'UPDATE frond_fence SET epoch = $1, identity = $2, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
       [epoch, identity],
