@@ -419,4 +419,31 @@ export const SERVE = command({
 });
 
 /** Every command, in the order of `frond help`. */
-export const COMMANDS: readonly CommandSpec[] = [SERVE, TAG_ADD, TAG_LIST, TAG_SET_STEP, DB_INIT, DECODE];
+export const DB_FENCE = command({
+  name: 'db fence',
+  positionals: [],
+  summary:
+    "raises every tag's max_id by the fence's skip and starts a new fence epoch: run it after restoring a whole database from a backup",
+  options: [
+    ...STORE_OPTIONS,
+    integer({
+      name: 'fenceSkip',
+      flag: 'fence-skip',
+      default: DEFAULT_FENCE_SKIP,
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      env: false,
+      help: 'IDs added to every tag',
+    }),
+  ],
+});
+
+export const COMMANDS: readonly CommandSpec[] = [
+  SERVE,
+  TAG_ADD,
+  TAG_LIST,
+  TAG_SET_STEP,
+  DB_INIT,
+  DB_FENCE,
+  DECODE,
+];
