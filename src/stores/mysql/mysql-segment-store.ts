@@ -150,11 +150,12 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    const [results] =
+    const results = await this.withDeadlockRetry(() =>
       step === undefined
-        ? await this.query(advanceFencedSql(false), [tag, tag, tag, tag])
-        : await this.query(advanceFencedSql(true), [tag, step, tag, tag, tag]);
-    const parts = results as unknown[];
+        ? this.query(advanceFencedSql(false), [tag, tag, tag, tag])
+        : this.query(advanceFencedSql(true), [tag, step, tag, tag, tag]),
+    );
+    const parts = results[0] as unknown[];
     const update = parts[4] as mysql.ResultSetHeader;
     const row = (
       parts[6] as {
@@ -176,6 +177,21 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       epoch,
       identity: row.identity,
     };
+  }
+
+  /**
+   * InnoDB answers a deadlock by rolling the whole transaction back, so nothing was reserved and
+   * the load may be tried again at once (first loads of several tags insert their
+   * frond_high_water rows side by side, and the gap locks of REPEATABLE READ can cross).
+   */
+  private async withDeadlockRetry<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (attempt >= 5 || errorCode((error as Error).cause) !== 'ER_LOCK_DEADLOCK') throw error;
+      }
+    }
   }
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
