@@ -1,6 +1,8 @@
 import { after } from 'node:test';
+import { FencedStore } from '../src/stores/fencing/fenced-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore } from './segment-store.suite.js';
+import { tempDir } from './support/frond-process.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('postgres');
@@ -9,4 +11,10 @@ after(() => database.drop());
 describeSegmentStore('PostgreSQL', async (t) => {
   const db = await database.open(t);
   return db && openStore(db.url);
+});
+
+// What a node serves from: the same contract through the fence (frond_fence, frond_high_water).
+describeSegmentStore('PostgreSQL, fenced', async (t) => {
+  const db = await database.open(t);
+  return db && new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
 });

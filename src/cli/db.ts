@@ -1,5 +1,7 @@
+import { FrondError } from '../core/errors.js';
+import { hasFenceOps } from '../stores/fencing/fence.js';
 import { backendOf, openStore } from '../stores/store-registry.js';
-import { DB_INIT } from './option-table.js';
+import { DB_FENCE, DB_INIT } from './option-table.js';
 import { parseCommand, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
@@ -29,8 +31,39 @@ async function init(args: string[], out: (line: string) => void): Promise<number
   return 0;
 }
 
+/**
+ * `frond db fence`: a fence by hand, for a database restored from a backup with frond's tables, so
+ * that nodes that never served a tag cannot take a range that was handed out before the restore.
+ */
+async function fence(args: string[], out: (line: string) => void): Promise<number> {
+  const { settings } = parseCommand(DB_FENCE, args);
+  const store = openStore(storeOf(settings));
+  try {
+    if (!hasFenceOps(store)) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `${store.description} has no fence: each node's data dir guards a SQLite store by itself`,
+      );
+    }
+    // An epoch no row can be above: the fence always runs.
+    const outcome = await store.fence({
+      observedEpoch: Number.MAX_SAFE_INTEGER,
+      aboveEpoch: 0,
+      skip: BigInt(settings.fenceSkip),
+      atLeast: new Map(),
+    });
+    out(
+      `fenced ${store.description}: ${outcome.tags} tags raised by ${settings.fenceSkip}, epoch ${outcome.epoch} on ${outcome.identity}`,
+    );
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
 export async function dbCommand(args: string[], out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'init') return init(rest, out);
-  throw usage(`'frond db' needs init${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`);
+  if (sub === 'fence') return fence(rest, out);
+  throw usage(`'frond db' needs init or fence${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`);
 }

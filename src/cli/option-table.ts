@@ -5,6 +5,7 @@ import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
 import { MAX_WORKERS } from '../server/cluster.js';
+import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
   DEFAULT_LEASE_TTL_MS,
@@ -206,6 +207,14 @@ export const SERVE_OPTIONS = [
     min: 1,
     max: MAX_TABLE_STEP,
     help: 'upper bound of the dynamic step',
+  }),
+  integer({
+    name: 'fenceSkip',
+    flag: 'fence-skip',
+    default: DEFAULT_FENCE_SKIP,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    help: 'IDs a fence adds to every tag when the database may have lost grants (a failover, a restore); see [docs/databases.md](docs/databases.md#failover-restore-and-split-brain)',
   }),
   integer({
     name: 'clockToleranceMs',
@@ -413,4 +422,31 @@ export const SERVE = command({
 });
 
 /** Every command, in the order of `frond help`. */
-export const COMMANDS: readonly CommandSpec[] = [SERVE, TAG_ADD, TAG_LIST, TAG_SET_STEP, DB_INIT, DECODE];
+export const DB_FENCE = command({
+  name: 'db fence',
+  positionals: [],
+  summary:
+    "raises every tag's max_id by the fence's skip and starts a new fence epoch: run it after restoring a whole database from a backup",
+  options: [
+    ...STORE_OPTIONS,
+    integer({
+      name: 'fenceSkip',
+      flag: 'fence-skip',
+      default: DEFAULT_FENCE_SKIP,
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      env: false,
+      help: 'IDs added to every tag',
+    }),
+  ],
+});
+
+export const COMMANDS: readonly CommandSpec[] = [
+  SERVE,
+  TAG_ADD,
+  TAG_LIST,
+  TAG_SET_STEP,
+  DB_INIT,
+  DB_FENCE,
+  DECODE,
+];

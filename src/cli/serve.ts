@@ -30,6 +30,7 @@ export function serveConfig(settings: ServeSettings): ServeConfig {
     segmentWaitMs: settings.segmentWaitMs,
     tagRefreshMs: settings.tagRefreshMs,
     maxStep: settings.maxStep,
+    fenceSkip: settings.fenceSkip,
     clockToleranceMs: settings.clockToleranceMs,
     clockStartupWaitMs: settings.clockStartupWaitMs,
     shutdownTimeoutMs: settings.shutdownTimeoutMs,

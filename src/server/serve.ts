@@ -8,6 +8,7 @@ import type { Logger, LogLevel } from '../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../core/snowflake-service.js';
+import { FencedStore } from '../stores/fencing/fenced-store.js';
 import type { OpenedStore } from '../stores/store-backend.js';
 import { openStore } from '../stores/store-registry.js';
 import { type CoordinatorConfig, openWorkerIdSource } from '../worker-ids/worker-id-registry.js';
@@ -40,6 +41,8 @@ export interface ServeConfig {
   /** ms between two reads of the tag list. */
   tagRefreshMs: number;
   maxStep: number;
+  /** IDs a fence adds to every tag after a failover or a restore (docs/databases.md). */
+  fenceSkip: number;
   /** ms of clock step back that is waited out while running. */
   clockToleranceMs: number;
   /** ms the start waits for a clock behind the last recorded timestamp before refusing. */
@@ -80,7 +83,12 @@ export async function startServer(
     let store: OpenedStore | undefined;
     let segment: SegmentAllocator<OpenedStore> | undefined;
     if (config.segment) {
-      store = openStore(config.store, { logger });
+      // Every load goes through the fence and the data dir's high-water (src/stores/fencing).
+      store = new FencedStore(openStore(config.store, { logger }), {
+        dataDir: config.dataDir,
+        fenceSkip: config.fenceSkip,
+        logger,
+      });
       const opened = store;
       cleanups.push(() => opened.close());
       segment = new SegmentAllocator(

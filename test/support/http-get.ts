@@ -3,6 +3,8 @@ import { type Agent, request } from 'node:http';
 export interface HttpAnswer {
   status: number;
   body: string;
+  /** The `retry-after` header, if the answer had one. */
+  retryAfter?: string | undefined;
 }
 
 /** One GET, bounded by `timeoutMs`; a keep-alive `agent` reuses connections under load. */
@@ -17,7 +19,8 @@ export function httpGet(
       res.on('data', (chunk: string) => {
         body += chunk;
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      const retryAfter = res.headers['retry-after'];
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, retryAfter }));
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${url} got no answer in time`)));

@@ -28,8 +28,14 @@ export class TcpProxy {
   private constructor(
     private readonly server: Server,
     readonly port: number,
-    private readonly target: { host: string; port: number },
+    private target: { host: string; port: number },
   ) {}
+
+  /** Cuts every connection; new ones go to `port` (a DNS name or a VIP moved to another server). */
+  retarget(port: number, host = '127.0.0.1'): void {
+    for (const pair of this.pairs) this.drop(pair, true);
+    this.target = { host, port };
+  }
 
   static async start(target: { host?: string; port: number }): Promise<TcpProxy> {
     const server = createServer();

@@ -3,6 +3,7 @@ import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
@@ -24,7 +25,59 @@ export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
 ) ENGINE=InnoDB`;
 
 /**
- * Leaf's allocation, sent as one batch so that it costs one round trip instead of
+ * frond's own tables, beside Leaf's (which stays as it is): the fence row, one per database, and
+ * the highest max_id granted per tag, written in the same transaction as every fenced advance
+ * (docs/databases.md, "Failover, restore and split brain").
+ */
+export const MYSQL_FROND_DDL = [
+  `CREATE TABLE IF NOT EXISTS \`frond_fence\` (
+  \`id\` tinyint NOT NULL,
+  \`epoch\` bigint NOT NULL,
+  \`identity\` varchar(128) NOT NULL,
+  \`fenced_at\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (\`id\`)
+) ENGINE=InnoDB`,
+  `CREATE TABLE IF NOT EXISTS \`frond_high_water\` (
+  \`biz_tag\` varchar(128) NOT NULL,
+  \`max_id\` bigint NOT NULL,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`,
+];
+
+/** The server a statement runs on: a replica promoted in a failover has its own server_id. */
+const IDENTITY_SQL = 'CAST(@@server_id AS CHAR)';
+/**
+ * The fence row names this server (compared as bytes: the row's and the session's collations
+ * differ). Kept in a user variable, which a statement-based binlog carries by value, so a replica
+ * applying the UPDATE does not compare against its own server_id.
+ */
+const FENCE_CURRENT = 'CAST(@frond_identity AS BINARY) <=> CAST(@@server_id AS BINARY)';
+
+/**
+ * The fenced advance, one batch and one transaction: the fence row is read under a shared lock
+ * (only a fence waits for it) and compared with this server; the tag's row advances only if they
+ * match, from at least the highest max_id frond recorded for it, and the new max_id is recorded.
+ */
+const advanceFencedSql = (byStep: boolean) => {
+  const by = byStep ? '?' : 'step';
+  // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher.
+  const floor =
+    'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), max_id))';
+  return `SET @frond_epoch = NULL, @frond_identity = NULL;
+START TRANSACTION;
+SELECT epoch, identity INTO @frond_epoch, @frond_identity FROM frond_fence WHERE id = 1 LOCK IN SHARE MODE;
+SET @frond_current = ${FENCE_CURRENT};
+UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE biz_tag = ? AND @frond_current = 1 AND ${floor} <= ${MAX_SEGMENT_ID} - ${by};
+INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag = ? AND @frond_current = 1
+  ON DUPLICATE KEY UPDATE max_id = GREATEST(frond_high_water.max_id, VALUES(max_id));
+SELECT @frond_epoch AS epoch, ${IDENTITY_SQL} AS identity, @frond_current AS current, l.max_id, l.step,
+  (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
+  FROM (SELECT 1) one LEFT JOIN leaf_alloc l ON l.biz_tag = ?;
+COMMIT`;
+};
+
+/**
+ * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
  * four. If a statement fails, the server skips the rest and the transaction stays open; the
  * connection is then destroyed, which rolls it back.
  */
@@ -43,7 +96,7 @@ COMMIT`;
  * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
  * never reused, and the pool opens a new one for the next operation.
  */
-export class MysqlSegmentStore implements TagStore {
+export class MysqlSegmentStore implements TagStore, FenceOps {
   readonly description: string;
   private readonly pool: mysql.Pool;
   private readonly connectTimeoutMs: number;
@@ -108,6 +161,107 @@ export class MysqlSegmentStore implements TagStore {
       return undefined;
     }
     return { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep };
+  }
+
+  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    const results = await this.withDeadlockRetry(() =>
+      step === undefined
+        ? this.query(advanceFencedSql(false), [tag, tag, tag, tag, tag, tag])
+        : this.query(advanceFencedSql(true), [tag, step, tag, tag, step, tag, tag, tag]),
+    );
+    const parts = results[0] as unknown[];
+    const update = parts[4] as mysql.ResultSetHeader;
+    const row = (
+      parts[6] as {
+        epoch: string | null;
+        identity: string;
+        current: number | string;
+        max_id: string | null;
+        step: number | null;
+        high_water: string | null;
+      }[]
+    )[0];
+    if (row === undefined) throw new Error('the fenced advance returned no row');
+    const epoch = row.epoch === null ? 0 : Number(row.epoch);
+    if (Number(row.current) !== 1) return { kind: 'unfenced', epoch, identity: row.identity };
+    if (row.max_id === null || row.step === null) return undefined;
+    const tableStep = Number(row.step);
+    if (update.affectedRows === 0) {
+      // Nothing reserved: the next range would pass 2^63 - 1, or the row came after the UPDATE.
+      const used = step ?? tableStep;
+      const floor = maxOf(BigInt(row.max_id), row.high_water === null ? undefined : BigInt(row.high_water));
+      if (floor > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, floor, used);
+      return undefined;
+    }
+    return {
+      kind: 'granted',
+      allocation: { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep },
+      epoch,
+      identity: row.identity,
+    };
+  }
+
+  /**
+   * InnoDB answers a deadlock by rolling the whole transaction back, so nothing was reserved and
+   * the load may be tried again at once (first loads of several tags insert their
+   * frond_high_water rows side by side, and the gap locks of REPEATABLE READ can cross).
+   */
+  private async withDeadlockRetry<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (attempt >= 5 || errorCode((error as Error).cause) !== 'ER_LOCK_DEADLOCK') throw error;
+      }
+    }
+  }
+
+  fence(request: FenceRequest): Promise<FenceOutcome> {
+    return this.guard(async () => {
+      await this.ensureTable();
+      return this.transaction(async (sql) => {
+        const [identityRows] = await sql(`SELECT ${IDENTITY_SQL} AS identity`);
+        const identity = (identityRows as { identity: string }[])[0]?.identity as string;
+        const lock = async () =>
+          (
+            (await sql('SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE'))[0] as {
+              epoch: string;
+              identity: string;
+            }[]
+          )[0];
+        let row = await lock();
+        if (row === undefined) {
+          // A database frond never fenced: it records this one and raises nothing.
+          await sql('INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)', [
+            request.aboveEpoch + 1,
+            identity,
+          ]);
+          row = (await lock()) as { epoch: string; identity: string };
+          return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
+        }
+        if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
+          return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
+        }
+        // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
+        const [raised] = await sql(
+          `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ? THEN ${MAX_SEGMENT_ID} ELSE max_id + ? END`,
+          [request.skip.toString(), request.skip.toString()],
+        );
+        for (const [tag, maxId] of request.atLeast) {
+          await sql('UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id < ?', [
+            maxId.toString(),
+            tag,
+            maxId.toString(),
+          ]);
+        }
+        const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
+        await sql(
+          'UPDATE frond_fence SET epoch = ?, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
+          [epoch, identity],
+        );
+        return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
+      });
+    });
   }
 
   async listTags(): Promise<string[]> {
@@ -206,7 +360,53 @@ export class MysqlSegmentStore implements TagStore {
     }
   }
 
+  /**
+   * `operation` in one transaction on one connection, under one deadline; committed if it
+   * resolves, and the connection destroyed (which rolls back) if anything fails.
+   */
+  private async transaction<T>(
+    operation: (sql: (text: string, values?: unknown[]) => Promise<[unknown, unknown]>) => Promise<T>,
+  ): Promise<T> {
+    const connection = await deadline(
+      this.pool.getConnection(),
+      this.connectTimeoutMs,
+      'connecting',
+      (late) => late.release(),
+    );
+    let healthy = false;
+    try {
+      const result = await deadline(
+        (async () => {
+          if (!this.prepared.has(connection.connection)) {
+            await connection.query(this.sessionSql);
+            this.prepared.add(connection.connection);
+          }
+          await connection.query('START TRANSACTION');
+          const value = await operation(
+            (text, values) => connection.query(text, values) as Promise<[unknown, unknown]>,
+          );
+          await connection.query('COMMIT');
+          return value;
+        })(),
+        this.queryTimeoutMs,
+        'fence',
+      );
+      healthy = true;
+      return result;
+    } finally {
+      if (healthy) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  /** leaf_alloc (created if missing, never altered), then frond's own tables. */
   private async checkTable(): Promise<TableCheck> {
+    const found = await this.checkLeafTable();
+    for (const ddl of MYSQL_FROND_DDL) await this.run(ddl);
+    return found;
+  }
+
+  private async checkLeafTable(): Promise<TableCheck> {
     const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE 1 = 0`;
     try {
       await this.run(probe);
@@ -257,4 +457,8 @@ function deadline<T>(promise: Promise<T>, ms: number, what: string, onLate?: (va
       },
     );
   });
+}
+
+function maxOf(a: bigint, b: bigint | undefined): bigint {
+  return b !== undefined && b > a ? b : a;
 }

@@ -1,7 +1,7 @@
 import type { NetworkSqlConfig } from '../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../sql/network-sql-url.js';
 import type { StoreBackend } from '../store-backend.js';
-import { POSTGRES_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
+import { POSTGRES_DDL, POSTGRES_FROND_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
 import { POSTGRES_TLS } from './postgres-tls.js';
 
 /** `postgres://` (or `postgresql://`, as libpq writes it): PostgreSQL on port 5432 unless named. */
@@ -9,7 +9,7 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   name: 'postgres',
   prefixes: ['postgres://', 'postgresql://'],
   usage: 'postgres://USER@HOST:PORT/DB',
-  ddl: POSTGRES_DDL,
+  ddl: [POSTGRES_DDL, ...POSTGRES_FROND_DDL].join(';\n\n'),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
   open: (config, { logger }) => new PostgresSegmentStore({ ...config, ...(logger && { logger }) }),

@@ -3,6 +3,7 @@ import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
@@ -27,6 +28,67 @@ export const POSTGRES_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
   PRIMARY KEY (biz_tag)
 )`;
 
+/**
+ * frond's own tables, beside Leaf's (which stays as it is): the fence row, one per database, and
+ * the highest max_id granted per tag, written in the same transaction as every fenced advance
+ * (docs/databases.md, "Failover, restore and split brain").
+ */
+export const POSTGRES_FROND_DDL = [
+  `CREATE TABLE IF NOT EXISTS frond_fence (
+  id        SMALLINT     NOT NULL PRIMARY KEY CHECK (id = 1),
+  epoch     BIGINT       NOT NULL,
+  identity  VARCHAR(128) NOT NULL,
+  fenced_at TIMESTAMPTZ  NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`,
+  `CREATE TABLE IF NOT EXISTS frond_high_water (
+  biz_tag VARCHAR(128) NOT NULL PRIMARY KEY,
+  max_id  BIGINT       NOT NULL
+)`,
+];
+
+/**
+ * The database a statement runs on: the system identifier (a replica shares it) and the timeline
+ * of the current WAL position, which a promotion changes. On a replica it fails (recovery in
+ * progress), as a write would.
+ */
+const IDENTITY_SQL = `(SELECT system_identifier::text FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)`;
+
+/**
+ * One statement, one transaction: the fence row is locked (KEY SHARE: only a fence waits for it)
+ * and compared with this database; the row of the tag advances only if they match, from at least
+ * the highest max_id frond recorded for it (a leaf_alloc restored to an older state goes on above
+ * it), and the new max_id is recorded.
+ */
+const ADVANCE_FENCED = (byStep: boolean) => {
+  const by = byStep ? '$2::bigint' : 'step';
+  // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher.
+  const floor =
+    'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1), max_id))';
+  return {
+    name: byStep ? 'frond_advance_fenced_by_v2' : 'frond_advance_fenced_v2',
+    text: `WITH fence AS (
+  SELECT epoch, identity, identity = ${IDENTITY_SQL} AS current FROM frond_fence WHERE id = 1 FOR KEY SHARE
+), advanced AS (
+  UPDATE leaf_alloc
+     SET max_id = ${floor} + ${by},
+         update_time = CURRENT_TIMESTAMP
+   WHERE biz_tag = $1 AND (SELECT current FROM fence) AND ${floor} <= ${MAX_SEGMENT_ID} - ${by}
+  RETURNING max_id, step
+), recorded AS (
+  INSERT INTO frond_high_water (biz_tag, max_id) SELECT $1, max_id FROM advanced
+  ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
+)
+SELECT f.epoch, ${IDENTITY_SQL} AS identity, f.current, a.max_id, a.step,
+       GREATEST(l.max_id, COALESCE(h.max_id, l.max_id)) AS floor, l.step AS table_step
+  FROM (SELECT 1) one
+  LEFT JOIN fence f ON true LEFT JOIN advanced a ON true
+  LEFT JOIN leaf_alloc l ON l.biz_tag = $1 LEFT JOIN frond_high_water h ON h.biz_tag = $1`,
+  };
+};
+
+/** PostgreSQL reports a commit whose wait for a synchronous standby was cancelled as a WARNING. */
+const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i;
+
 // Named statements are parsed once per connection.
 // The bound is part of the UPDATE: a range past 2^63 - 1 changes nothing (PostgreSQL would fail the
 // statement with "bigint out of range", which says less).
@@ -45,7 +107,7 @@ const ADVANCE_BY = {
  * Leaf's UPDATE-then-SELECT transaction does, in one round trip instead of four. The pool
  * reconnects by itself; a connection that failed or timed out is discarded, never reused.
  */
-export class PostgresSegmentStore implements TagStore {
+export class PostgresSegmentStore implements TagStore, FenceOps {
   readonly description: string;
   private readonly pool: pg.Pool;
   /** The first query of a store checks the table, once; a failed check is tried again next time. */
@@ -96,6 +158,97 @@ export class PostgresSegmentStore implements TagStore {
       throw rangeExhausted(tag, current.max_id, used);
     }
     return undefined;
+  }
+
+  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    const statement = ADVANCE_FENCED(step !== undefined);
+    const result = await this.onClient((client) =>
+      client.query<{
+        epoch: string | null;
+        identity: string;
+        current: boolean | null;
+        max_id: string | null;
+        step: number | null;
+        floor: string | null;
+        table_step: number | null;
+      }>({
+        ...statement,
+        values: step === undefined ? [tag] : [tag, step],
+      }),
+    );
+    const row = result.rows[0];
+    if (row === undefined) throw new Error('the fenced advance returned no row');
+    const epoch = row.epoch === null ? 0 : Number(row.epoch);
+    if (row.current !== true) return { kind: 'unfenced', epoch, identity: row.identity };
+    if (row.max_id === null || row.step === null) {
+      // Nothing reserved: no row, or its next range would pass 2^63 - 1 (the snapshot's floor).
+      if (row.floor === null || row.table_step === null) return undefined;
+      const used = step ?? row.table_step;
+      if (BigInt(row.floor) > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.floor, used);
+      return undefined;
+    }
+    return {
+      kind: 'granted',
+      allocation: { maxId: BigInt(row.max_id), step: step ?? row.step, tableStep: row.step },
+      epoch,
+      identity: row.identity,
+    };
+  }
+
+  fence(request: FenceRequest): Promise<FenceOutcome> {
+    return this.onClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const outcome = await this.fenceIn(client, request);
+        await client.query('COMMIT');
+        return outcome;
+      } catch (error) {
+        // A failed fence leaves nothing behind; if the connection broke, the server rolls back.
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  private async fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
+    const identity = (await client.query<{ identity: string }>(`SELECT ${IDENTITY_SQL} AS identity`)).rows[0]
+      ?.identity as string;
+    const lock = () =>
+      client.query<{ epoch: string; identity: string }>(
+        'SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE',
+      );
+    let row = (await lock()).rows[0];
+    if (row === undefined) {
+      // A database frond never fenced: it records this one and raises nothing.
+      await client.query(
+        'INSERT INTO frond_fence (id, epoch, identity) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING',
+        [request.aboveEpoch + 1, identity],
+      );
+      row = (await lock()).rows[0] as { epoch: string; identity: string };
+      return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
+    }
+    if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
+      return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
+    }
+    const raised = await client.query(
+      // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
+      `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE max_id + $1::bigint END, update_time = CURRENT_TIMESTAMP`,
+      [request.skip.toString()],
+    );
+    if (request.atLeast.size > 0) {
+      await client.query(
+        `UPDATE leaf_alloc l SET max_id = f.max_id, update_time = CURRENT_TIMESTAMP
+           FROM unnest($1::text[], $2::bigint[]) AS f(biz_tag, max_id)
+          WHERE l.biz_tag = f.biz_tag AND l.max_id < f.max_id`,
+        [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)],
+      );
+    }
+    const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
+    await client.query(
+      'UPDATE frond_fence SET epoch = $1, identity = $2, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
+      [epoch, identity],
+    );
+    return { epoch, identity, fenced: true, tags: raised.rowCount ?? 0 };
   }
 
   async listTags(): Promise<string[]> {
@@ -150,6 +303,35 @@ export class PostgresSegmentStore implements TagStore {
     await this.pool.end();
   }
 
+  /**
+   * `operation` on one pooled connection. A commit whose wait for a synchronous standby was
+   * cancelled (a WARNING, with success) is made a failure: its outcome is not durable, so the
+   * range is thrown away. A connection that failed is closed, not returned to the pool.
+   */
+  private onClient<T>(operation: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.guard(async () => {
+      await this.ensureTable();
+      const client = await this.pool.connect();
+      let warning: string | undefined;
+      const onNotice = (notice: { message?: string | undefined }) => {
+        if (SYNC_REPLICATION_CANCELLED.test(notice.message ?? '')) warning = notice.message;
+      };
+      client.on('notice', onNotice);
+      let failed: unknown;
+      try {
+        const result = await operation(client);
+        if (warning !== undefined) throw new Error(`the commit may not be replicated: ${warning}`);
+        return result;
+      } catch (error) {
+        failed = error;
+        throw error;
+      } finally {
+        client.off('notice', onNotice);
+        client.release(failed === undefined ? undefined : true);
+      }
+    });
+  }
+
   /** One statement on a pooled connection; a failed connection is closed, not returned to the pool. */
   private query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
     return this.guard(async () => {
@@ -170,7 +352,14 @@ export class PostgresSegmentStore implements TagStore {
     }
   }
 
+  /** leaf_alloc (created if missing, never altered), then frond's own tables. */
   private async checkTable(): Promise<TableCheck> {
+    const found = await this.checkLeafTable();
+    await this.checkFrondTables();
+    return found;
+  }
+
+  private async checkLeafTable(): Promise<TableCheck> {
     const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE false`;
     try {
       await this.pool.query(probe);
@@ -187,6 +376,17 @@ export class PostgresSegmentStore implements TagStore {
     }
     await this.pool.query(probe);
     return 'created';
+  }
+
+  /** frond's own tables, created if missing (IF NOT EXISTS; a race of two nodes is harmless). */
+  private async checkFrondTables(): Promise<void> {
+    for (const ddl of POSTGRES_FROND_DDL) {
+      try {
+        await this.pool.query(ddl);
+      } catch (error) {
+        if (sqlState(error) !== '23505') throw error;
+      }
+    }
   }
 }
 

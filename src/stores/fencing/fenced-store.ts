@@ -1,0 +1,237 @@
+import { FrondError } from '../../core/errors.js';
+import { type Logger, silentLogger } from '../../core/logger.js';
+import type { Allocation } from '../../core/segment-store.js';
+import type { NewTag, TagRow } from '../../core/tag-admin.js';
+import type { OpenedStore, TableCheck } from '../store-backend.js';
+import { type FencedAdvance, type FenceOps, hasFenceOps } from './fence.js';
+import { HighWaterFile } from './high-water-file.js';
+
+export interface FencedStoreOptions {
+  dataDir: string;
+  /** IDs a fence adds to every tag (`--fence-skip`). */
+  fenceSkip: number;
+  logger?: Logger;
+}
+
+/** A fence and the advance after it are tried this often before the load is given up (503). */
+const MAX_ROUNDS = 4;
+
+/**
+ * The store as a node serves from it: every segment load goes through the rules below, so no
+ * range is served twice when the database loses commits (a failover to an asynchronous replica),
+ * goes back (a restore from a backup), or two primaries are alive at once (split brain).
+ *
+ * 1. On a store with `FenceOps` (PostgreSQL, MySQL), each advance is checked in its own
+ *    transaction against frond's fence row; a row that names another database means this one may
+ *    have lost grants: the node fences (one guarded transaction, one node does it, the others
+ *    find it done) and advances again.
+ * 2. A grant that starts below the highest max_id this node was ever granted (remembered durably
+ *    in the data dir, `HighWaterFile`) means the database went back: it is thrown away, and the
+ *    database is fenced past it (or, on a store without a fence, the next range is taken above it).
+ * 3. A grant under an older epoch than one this node saw, from another database than the one that
+ *    epoch was seen on, comes from a primary that was replaced: it is refused (503), never served.
+ * 4. The grant is written to the data dir before it is handed to the buffer.
+ *
+ * Every refusal is STORE_UNAVAILABLE, which the core answers as 503 SEGMENT_UNAVAILABLE.
+ */
+export class FencedStore implements OpenedStore {
+  readonly description: string;
+  private readonly highWater: HighWaterFile;
+  private readonly fenceOps: FenceOps | undefined;
+  private readonly logger: Logger;
+  private readonly skip: bigint;
+  /** One fence at a time from this node; loads of other tags wait for it. */
+  private fencing: Promise<void> | undefined;
+  /**
+   * The advance of a tag in flight from this node, if any. Advances of one tag run one after
+   * another, so each grant is compared with the high-water of every grant before it: two in
+   * flight at once would come back in any order, and the later-reserved one, recorded first, would
+   * make the other look like a database that went back (and fence every tag for nothing).
+   */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    readonly inner: OpenedStore,
+    options: FencedStoreOptions,
+  ) {
+    this.description = inner.description;
+    this.fenceOps = hasFenceOps(inner) ? inner : undefined;
+    this.logger = options.logger ?? silentLogger;
+    this.skip = BigInt(options.fenceSkip);
+    this.highWater = new HighWaterFile(options.dataDir, scopeOf(inner.description));
+    if (inner.init !== undefined) {
+      const init = inner.init.bind(inner);
+      this.init = init;
+    }
+  }
+
+  init?: () => Promise<TableCheck>;
+
+  advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    const before = this.inFlight.get(tag);
+    const run = (before === undefined ? Promise.resolve() : before.catch(() => {})).then(() =>
+      this.advanceInTurn(tag, step),
+    );
+    this.inFlight.set(tag, run);
+    const forget = () => {
+      if (this.inFlight.get(tag) === run) this.inFlight.delete(tag);
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  private async advanceInTurn(tag: string, step: number | undefined): Promise<Allocation | undefined> {
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      if (this.fencing !== undefined) await this.fencing;
+      // What this node knew when it asked: an answer read before a fence that this node learned of
+      // meanwhile carries the older epoch, and is no sign of a database that went back.
+      const sentEpoch = this.highWater.state.epoch;
+      const sentIdentity = this.highWater.state.identity;
+      const result = await this.advanceOnce(tag, step);
+      if (result === undefined) return undefined;
+      if (result.kind === 'unfenced') {
+        this.logger.log('warn', 'segment.fence_needed', {
+          tag,
+          store: this.description,
+          reason: result.epoch === 0 ? 'first use of this database' : 'database identity changed',
+          identity: result.identity,
+        });
+        await this.fence(result.epoch, sentEpoch);
+        continue;
+      }
+      const { allocation, epoch, identity } = result;
+      if (epoch < sentEpoch) {
+        if (identity !== sentIdentity) {
+          throw new FrondError(
+            'STORE_UNAVAILABLE',
+            `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${sentEpoch} on ${sentIdentity}; a primary that was replaced is not served from (split brain)`,
+          );
+        }
+        // The very database that showed a newer epoch shows an older one: it was restored.
+        this.logger.log('warn', 'segment.fence_needed', {
+          tag,
+          store: this.description,
+          reason: 'fence epoch went back',
+          epoch,
+          seen: sentEpoch,
+        });
+        await this.fence(epoch, sentEpoch);
+        continue;
+      }
+      const start = allocation.maxId - BigInt(allocation.step);
+      const reached = this.highWater.state.tags.get(tag);
+      if (reached !== undefined && start < reached) {
+        this.logger.log('warn', 'segment.fence_needed', {
+          tag,
+          store: this.description,
+          reason: 'database went back',
+          start: start.toString(),
+          reached: reached.toString(),
+        });
+        if (this.fenceOps === undefined) return this.above(tag, allocation, reached, epoch, identity);
+        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
+        continue;
+      }
+      await this.record(tag, allocation.maxId, epoch, identity);
+      return allocation;
+    }
+    throw new FrondError(
+      'STORE_UNAVAILABLE',
+      `${this.description}: the fence of tag ${tag} did not settle after ${MAX_ROUNDS} rounds; retry`,
+    );
+  }
+
+  listTags(): Promise<string[]> {
+    return this.inner.listTags();
+  }
+  getTag(tag: string): Promise<TagRow | undefined> {
+    return this.inner.getTag(tag);
+  }
+  listRows(): Promise<TagRow[]> {
+    return this.inner.listRows();
+  }
+  addTag(tag: NewTag): Promise<void> {
+    return this.inner.addTag(tag);
+  }
+  setStep(tag: string, step: number): Promise<void> {
+    return this.inner.setStep(tag, step);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private async advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
+    if (this.fenceOps !== undefined) return this.fenceOps.advanceFenced(tag, step);
+    const allocation = await this.inner.advance(tag, step);
+    return allocation && { kind: 'granted', allocation, epoch: 0, identity: this.description };
+  }
+
+  private fence(observedEpoch: number, aboveEpoch: number): Promise<void> {
+    const ops = this.fenceOps as FenceOps;
+    this.fencing ??= (async () => {
+      try {
+        const outcome = await ops.fence({
+          observedEpoch,
+          aboveEpoch,
+          skip: this.skip,
+          atLeast: this.highWater.state.tags,
+        });
+        this.highWater.seen(outcome.epoch, outcome.identity);
+        await this.highWater.persist();
+        this.logger.log(
+          outcome.fenced ? 'warn' : 'info',
+          outcome.fenced ? 'segment.fenced' : 'segment.fence_found',
+          {
+            store: this.description,
+            epoch: outcome.epoch,
+            identity: outcome.identity,
+            tags: outcome.tags,
+            skip: this.skip.toString(),
+          },
+        );
+      } finally {
+        this.fencing = undefined;
+      }
+    })();
+    return this.fencing;
+  }
+
+  /** A store without a fence (SQLite) that went back: the next range is taken above `reached`. */
+  private async above(
+    tag: string,
+    allocation: Allocation,
+    reached: bigint,
+    epoch: number,
+    identity: string,
+  ): Promise<Allocation> {
+    const step = allocation.step;
+    const jumped = await this.inner.advance(tag, Number(reached - allocation.maxId) + step);
+    if (jumped === undefined || jumped.maxId - BigInt(step) < reached) {
+      throw new FrondError(
+        'STORE_UNAVAILABLE',
+        `${this.description}: tag ${tag} went back below ${reached}; retry`,
+      );
+    }
+    await this.record(tag, jumped.maxId, epoch, identity);
+    // Only the top `step` IDs are served; what lies below is a gap.
+    return { maxId: jumped.maxId, step, tableStep: jumped.tableStep };
+  }
+
+  private async record(tag: string, maxId: bigint, epoch: number, identity: string): Promise<void> {
+    try {
+      await this.highWater.record(tag, maxId, epoch, identity);
+    } catch (error) {
+      throw new FrondError(
+        'STORE_UNAVAILABLE',
+        `could not record the segment of ${tag} in ${this.highWater.path} (${(error as Error).message}); the segment is not served`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+/** `postgres://frond@db1:5432/ids` → `postgres:ids`: the database, whichever host serves it. */
+export function scopeOf(description: string): string {
+  const match = /^([a-z]+):\/\/[^/]*\/(.*)$/.exec(description);
+  return match === null ? description : `${match[1]}:${match[2]}`;
+}

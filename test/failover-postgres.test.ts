@@ -1,0 +1,3 @@
+import { describeFailover } from './failover.scenario.js';
+
+describeFailover('postgres');
