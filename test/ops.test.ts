@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { systemClock } from '../src/core/clock.js';
-import { silentLogger } from '../src/core/logger.js';
+import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { type RunningServer, readiness, type ServeConfig, startServer } from '../src/server/serve.js';
 import { StatsSampler } from '../src/server/stats.js';
@@ -69,13 +70,32 @@ describe('operations API (real server)', () => {
     assert.ok(list.tags.some((row) => row.tag === tag));
   });
 
+  it('defaults the step of POST /v1/tags to 1000, as frond tag add; PATCH names the real step range (item 18)', async () => {
+    const created = await post(`${server.url}/v1/tags`, { tag: randomTag() });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json().step, 1000);
+    const patched = await post(`${server.url}/v1/tags/${tag}`, { step: 2 ** 53 }, undefined, 'PATCH');
+    assert.equal(patched.status, 400);
+    assert.match(patched.text, /step must be an integer from 1 to 2147483647/);
+  });
+
+  it('answers 405 with the Allow header of the route: DELETE /v1/tags/x allows GET, PATCH (item 18)', async () => {
+    const reply = await fetch(`${server.url}/v1/tags/${tag}`, { method: 'DELETE' });
+    assert.equal(reply.status, 405);
+    assert.equal(reply.headers.get('allow'), 'GET, PATCH, OPTIONS');
+    assert.match(await reply.text(), /use GET or PATCH/);
+    const options = await fetch(`${server.url}/v1/tags`, { method: 'OPTIONS' });
+    assert.equal(options.status, 204);
+    assert.equal(options.headers.get('allow'), 'GET, POST, OPTIONS');
+  });
+
   it('answers bad admin bodies with 400 or 413, naming the problem', async () => {
     const cases: [unknown, number, RegExp][] = [
       ['{"tag": ', 400, /not JSON/],
       [{ tag: 'x', step: 10, colour: 'red' }, 400, /unknown field "colour"/],
       [{ tag: 'bad tag', step: 10 }, 400, /invalid tag/],
-      [{ tag: randomTag() }, 400, /step is required/],
-      [{ tag: randomTag(), step: 0 }, 400, /invalid step 0/],
+      [{ tag: randomTag(), step: 0 }, 400, /step must be an integer from 1 to 2147483647/],
+      [{ tag: randomTag(), step: 2 ** 31 }, 400, /step must be an integer from 1 to 2147483647/],
       [{ tag: randomTag(), step: 10, start: -1 }, 400, /start must be an integer/],
       [{ tag: randomTag(), step: 10, description: 'x'.repeat(300) }, 400, /description/],
       ['x'.repeat(20_000), 413, /over 16384 bytes/],
@@ -190,6 +210,11 @@ describe('access control (real server)', () => {
       for (let i = 0; i < 8; i++) statuses.push((await call(`${server.url}/api/snowflake/get/x`)).status);
       assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
       assert.ok(statuses.slice(5).includes(429), statuses.join(','));
+      // A health checker behind the same address is never refused (item 11).
+      for (let i = 0; i < 10; i++) {
+        assert.equal((await call(`${server.url}/healthz`)).status, 200);
+        assert.equal((await call(`${server.url}/readyz`)).status, 200);
+      }
     } finally {
       await server.close();
     }
@@ -239,6 +264,33 @@ describe('access control (real server)', () => {
         req.end();
       });
       assert.match(body, /^[0-9]{19}$/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a client that aborts an admin body (item 18)', () => {
+  it('is neither an internal error in the log nor counted in frond_errors_total', async () => {
+    const events: string[] = [];
+    const logger: Logger = { log: (_level, event) => void events.push(event) };
+    const server = await startServer(config(tempDir()), logger, systemClock);
+    try {
+      const { port } = new URL(server.url);
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(
+            'POST /v1/tags HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"tag":',
+          );
+          setTimeout(() => socket.destroy(), 100);
+        });
+        socket.on('close', () => resolve());
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const metrics = (await call(`${server.url}/metrics`)).text;
+      assert.doesNotMatch(metrics, /frond_errors_total\{code="INTERNAL"\}/);
+      assert.ok(!events.includes('http.internal_error'), events.join(','));
+      assert.ok(events.includes('http.client_aborted'), events.join(','));
     } finally {
       await server.close();
     }

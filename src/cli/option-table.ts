@@ -4,6 +4,7 @@ import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
+import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
 import { MAX_WORKERS } from '../server/cluster.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
@@ -335,7 +336,7 @@ export const TAG_ADD = command({
     integer({
       name: 'step',
       flag: 'step',
-      default: 1000,
+      default: DEFAULT_TAG_STEP,
       min: 1,
       max: MAX_TABLE_STEP,
       env: false,

@@ -19,6 +19,7 @@ export type LogEvent =
   | 'worker.stopped'
   | 'worker.exited'
   | 'http.client_error'
+  | 'http.client_aborted'
   | 'http.internal_error'
   // Segment mode (src/core) and its stores (src/stores).
   | 'segment.loaded'

@@ -27,20 +27,53 @@ export type RouteLabel =
 export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<RouteLabel>[] {
   const table: Route<RouteLabel>[] = [
     // Leaf's routes answer any method, as Spring MVC did; frond's own answer GET only.
-    { path: '/api/segment/get/{tag}', label: 'leaf_segment', access: 'id', methods: { any: id.leafSegment } },
+    // HEAD and OPTIONS on the two ID routes never reach the handler, so they use up no ID.
+    {
+      path: '/api/segment/get/{tag}',
+      label: 'leaf_segment',
+      access: 'id',
+      methods: { any: id.leafSegment },
+      issuesIds: true,
+    },
     {
       path: '/api/snowflake/get/{key}',
       label: 'leaf_snowflake',
       access: 'id',
       methods: { any: id.leafSnowflake },
+      issuesIds: true,
     },
-    { path: '/decodeSnowflakeId', label: 'decode', access: 'open', methods: { any: id.leafDecode } },
+    {
+      path: '/decodeSnowflakeId',
+      label: 'decode',
+      access: 'open',
+      methods: { any: id.leafDecode },
+      query: ['snowflakeId'],
+    },
     { path: '/cache', label: 'cache', access: 'open', methods: { any: id.cache } },
     { path: '/db', label: 'db', access: 'open', methods: { any: id.db } },
-    { path: '/v1/segment/{tag}', label: 'v1_segment', access: 'id', methods: { GET: id.v1Segment } },
-    { path: '/v1/snowflake', label: 'v1_snowflake', access: 'id', methods: { GET: id.v1Snowflake } },
+    {
+      path: '/v1/segment/{tag}',
+      label: 'v1_segment',
+      access: 'id',
+      methods: { GET: id.v1Segment },
+      query: ['count'],
+    },
+    {
+      path: '/v1/snowflake',
+      label: 'v1_snowflake',
+      access: 'id',
+      methods: { GET: id.v1Snowflake },
+      query: ['count'],
+    },
     { path: '/v1/snowflake/decode/{id}', label: 'decode', access: 'open', methods: { GET: id.v1Decode } },
-    { path: '/healthz', label: 'healthz', access: 'open', methods: { GET: id.health } },
+    // A health checker is never told 429: --rate-limit leaves /healthz and /readyz alone.
+    {
+      path: '/healthz',
+      label: 'healthz',
+      access: 'open',
+      methods: { GET: id.health, HEAD: id.health },
+      rateLimited: false,
+    },
   ];
   if (ops === undefined) return table;
   return [
@@ -58,6 +91,7 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       label: 'readyz',
       access: 'open',
       methods: { GET: ops.readiness, HEAD: ops.readiness },
+      rateLimited: false,
     },
     { path: '/v1/tags', label: 'admin', access: 'admin', methods: { GET: ops.listTags, POST: ops.addTag } },
     {
