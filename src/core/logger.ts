@@ -36,6 +36,8 @@ export type LogEvent =
   | 'snowflake.clock_behind_lease'
   | 'snowflake.clock_moved_backwards'
   | 'snowflake.record_failed'
+  | 'snowflake.worker_file_missing'
+  | 'snowflake.worker_id_drawn'
   | 'snowflake.regain_failed'
   | 'snowflake.worker_id_lost'
   | 'snowflake.worker_id_regained'
