@@ -1,6 +1,6 @@
 import { backendOf, openStore } from '../stores/store-registry.js';
 import { DB_INIT } from './option-table.js';
-import { parseCommand, usage } from './options.js';
+import { didYouMean, parseCommand, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
 /**
@@ -32,5 +32,7 @@ async function init(args: string[], out: (line: string) => void): Promise<number
 export async function dbCommand(args: string[], out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'init') return init(rest, out);
-  throw usage(`'frond db' needs init${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`);
+  throw usage(
+    `'frond db' needs init${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['init'])}`}`,
+  );
 }

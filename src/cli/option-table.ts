@@ -255,7 +255,7 @@ export const SERVE_OPTIONS = [
     flag: 'token',
     describedDefault: 'none: ID endpoints open',
     placeholder: 'T',
-    help: 'a token that may ask for IDs; repeat the flag for several',
+    help: 'a token that may ask for IDs; repeat the flag for several (a value is never split; `FROND_TOKEN` is a comma list); an empty or blank one stops the start',
   }),
   string({
     name: 'adminToken',
