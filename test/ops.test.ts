@@ -5,6 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { systemClock } from '../src/core/clock.js';
 import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
@@ -264,6 +265,107 @@ describe('access control (real server)', () => {
         req.end();
       });
       assert.match(body, /^[0-9]{19}$/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+function selfSigned(dir: string, ...newkey: string[]): { cert: string; key: string } {
+  const name = newkey.join('').replace(/\W/g, '');
+  const key = join(dir, `${name}-key.pem`);
+  const cert = join(dir, `${name}-cert.pem`);
+  const args = ['req', '-x509', '-newkey', ...newkey, '-nodes', '-keyout', key, '-out', cert];
+  execFileSync('openssl', [...args, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+/** Resolves with the negotiated cipher, or rejects with the handshake's error. */
+function handshake(url: string, options: ConnectionOptions): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(
+      { host: hostname, port: Number(port), rejectUnauthorized: false, ...options },
+      () => {
+        const name = socket.getCipher().name;
+        socket.end();
+        resolve(name);
+      },
+    );
+    socket.setTimeout(5000, () => socket.destroy(new Error('handshake timed out')));
+    socket.on('error', reject);
+  });
+}
+
+describe('TLS on the HTTPS listener (item 9)', () => {
+  it('offers TLS 1.3 and TLS 1.2 with ECDHE and AEAD only: no AES128-SHA, no TLS 1.1', async () => {
+    const dir = tempDir();
+    const server = await startServer(
+      config(dir, { tls: selfSigned(dir, 'rsa:2048') }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      await assert.rejects(handshake(server.url, { ciphers: 'AES128-SHA', maxVersion: 'TLSv1.2' }));
+      await assert.rejects(
+        handshake(server.url, { ciphers: 'AES256-SHA:AES128-GCM-SHA256', maxVersion: 'TLSv1.2' }),
+      );
+      await assert.rejects(handshake(server.url, { maxVersion: 'TLSv1.1', minVersion: 'TLSv1' }));
+      assert.equal(
+        await handshake(server.url, { ciphers: 'ECDHE-RSA-AES128-GCM-SHA256', maxVersion: 'TLSv1.2' }),
+        'ECDHE-RSA-AES128-GCM-SHA256',
+      );
+      assert.match(await handshake(server.url, { minVersion: 'TLSv1.3' }), /^TLS_AES_|^TLS_CHACHA20/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses an RSA key under 2048 bits at start, with one line; an EC key is fine', async () => {
+    const dir = tempDir();
+    await assert.rejects(
+      startServer(config(dir, { tls: selfSigned(dir, 'rsa:1024') }), silentLogger, systemClock),
+      /1024-bit RSA key, too weak/,
+    );
+    const ec = selfSigned(dir, 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256');
+    const server = await startServer(config(tempDir(), { tls: ec }), silentLogger, systemClock);
+    try {
+      assert.equal(await handshake(server.url, { maxVersion: 'TLSv1.2' }), 'ECDHE-ECDSA-AES128-GCM-SHA256');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('request limits (item 18)', () => {
+  it('answers a request that trickles past --request-timeout-ms with 408 within a second of it, oversize headers with 431', async () => {
+    const server = await startServer(
+      config(tempDir(), { requestTimeoutMs: 1000 }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      const port = Number(new URL(server.url).port);
+      const raw = (first: string, more?: string) =>
+        new Promise<{ text: string; ms: number }>((resolve) => {
+          const started = performance.now();
+          let text = '';
+          const socket = connect(port, '127.0.0.1', () => {
+            socket.write(first);
+            if (more !== undefined) socket.write(more);
+          });
+          socket.setTimeout(10_000, () => socket.destroy());
+          socket.on('data', (chunk) => {
+            text += chunk;
+          });
+          socket.on('close', () => resolve({ text, ms: performance.now() - started }));
+        });
+      const slow = await raw('GET /healthz HTTP/1.1\r\nhost: x\r\n');
+      assert.match(slow.text, /^HTTP\/1\.1 408 /);
+      assert.ok(slow.ms >= 900 && slow.ms < 2500, `cut after ${slow.ms} ms`);
+      const big = await raw(`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.match(big.text, /^HTTP\/1\.1 431 /);
+      assert.equal((await call(`${server.url}/healthz`)).status, 200);
     } finally {
       await server.close();
     }

@@ -6,6 +6,7 @@ import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
 import { MAX_WORKERS } from '../server/cluster.js';
+import { RESERVED_DESCRIPTORS } from '../server/http-server.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
   DEFAULT_LEASE_TTL_MS,
@@ -274,6 +275,24 @@ export const SERVE_OPTIONS = [
     unit: 'requests/s',
     describedDefault: '`0` (off)',
     help: 'requests per second per client address; more answer 429',
+  }),
+  integer({
+    name: 'maxConnections',
+    flag: 'max-connections',
+    default: undefined,
+    min: 1,
+    max: 1_000_000,
+    describedDefault: `the file-descriptor limit (\`ulimit -n\`, read at start) less ${RESERVED_DESCRIPTORS}`,
+    help: 'connections held at once per process; more are closed as they arrive, so the node never runs out of file descriptors',
+  }),
+  integer({
+    name: 'requestTimeoutMs',
+    flag: 'request-timeout-ms',
+    default: 30_000,
+    min: 100,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'a request (headers and body) that takes longer to arrive is answered 408 and its connection closed',
   }),
   string({
     name: 'tlsCert',

@@ -39,6 +39,8 @@ export function serveConfig(settings: ServeSettings): ServeConfig {
       settings.adminToken === undefined ? undefined : checkedToken(settings.adminToken, '--admin-token'),
     tls: tlsOf(settings),
     rateLimit: settings.rateLimit,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    maxConnections: settings.maxConnections,
   };
 }
 

@@ -20,6 +20,7 @@ export type LogEvent =
   | 'worker.exited'
   | 'http.client_error'
   | 'http.client_aborted'
+  | 'http.connections_above_limit'
   | 'http.internal_error'
   // Segment mode (src/core) and its stores (src/stores).
   | 'segment.loaded'
