@@ -114,7 +114,14 @@ describe('operations API (real server)', () => {
     await call(`${server.url}/api/segment/get/${randomTag()}`);
     const text = (await call(`${server.url}/metrics`)).text;
     assert.match(text, new RegExp(`^frond_ids_issued_total\\{mode="segment",tag="${tag}"\\} 3\\d$`, 'm'));
-    assert.match(text, /^frond_ids_issued_total\{mode="snowflake",tag=""\} [1-9]/m);
+    // Snowflake IDs are counted by worker ID, not under tag="" (item 17).
+    assert.match(text, /^frond_ids_issued_total\{mode="snowflake",worker_id="9"\} [1-9]/m);
+    assert.doesNotMatch(text, /tag=""/);
+    // prom-client's defaults on frond's registry (item 17).
+    assert.match(text, /^process_cpu_user_seconds_total \d/m);
+    assert.match(text, /^process_open_fds \d+/m);
+    assert.match(text, /^nodejs_eventloop_lag_seconds \d/m);
+    assert.match(text, /^nodejs_heap_size_used_bytes \d/m);
     assert.match(text, new RegExp(`^frond_segment_ids_left\\{tag="${tag}"\\} \\d+`, 'm'));
     // The second load read the step PATCHed to 250 above.
     assert.match(text, new RegExp(`^frond_segment_step\\{tag="${tag}"\\} 250$`, 'm'));
@@ -129,12 +136,18 @@ describe('operations API (real server)', () => {
   });
 
   it('serves /v1/stats for the dashboard, and the dashboard page itself', async () => {
+    const fresh = randomTag();
+    assert.equal((await post(`${server.url}/v1/tags`, { tag: fresh, step: 1000 })).status, 201);
+    assert.equal((await call(`${server.url}/api/segment/get/${fresh}`)).status, 200);
     const stats = (await call(`${server.url}/v1/stats`)).json() as {
-      tags: { tag: string; issued: number }[];
+      tags: { tag: string; issued: number; lastLoadAt: number }[];
       snowflake: { workerId: number };
       history: unknown[];
     };
     assert.ok((stats.tags.find((t) => t.tag === tag)?.issued ?? 0) > 0);
+    // A tag loaded once says when (item 18: it said 0).
+    const loadedAt = stats.tags.find((t) => t.tag === fresh)?.lastLoadAt ?? 0;
+    assert.ok(Math.abs(loadedAt - Date.now()) < 60_000, String(loadedAt));
     assert.equal(stats.snowflake.workerId, 9);
     assert.ok(Array.isArray(stats.history));
     const page = await call(`${server.url}/dashboard`);
@@ -150,6 +163,25 @@ describe('operations API (real server)', () => {
 });
 
 describe('readiness', () => {
+  it('is what /healthz reports but does not act on: 200 live, ready false, store unreachable (item 15)', async () => {
+    const server = await startServer(
+      config(tempDir(), { store: 'postgres://frond@127.0.0.1:1/nope?connect_timeout_ms=500' }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      const health = await call(`${server.url}/healthz`);
+      assert.equal(health.status, 200);
+      const body = health.json() as { ready: boolean; checks: string; segment: { reachable: boolean } };
+      assert.equal(body.ready, false);
+      assert.equal(body.segment.reachable, false);
+      assert.match(body.checks, /readyz/);
+      assert.equal((await call(`${server.url}/readyz`)).status, 503);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('is not ready when the store cannot be reached and nothing is buffered', async () => {
     const store = new MemoryStore();
     store.listTags = async () => {
@@ -425,7 +457,7 @@ describe('configuration sources (real process)', () => {
     writeFileSync(file, JSON.stringify({ prot: 8080 }));
     const bad = await runFrond(['serve', '--config', file]);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /^frond: .*frond\.json: unknown key "prot"\n$/);
+    assert.match(bad.stderr, /^frond: .*frond\.json: unknown key "prot" \(did you mean port\?\)\n$/);
     const env = await runFrond(['serve', '--data-dir', dir], { env: { FROND_PROT: '1' } });
     assert.equal(env.code, 2);
     assert.match(env.stderr, /^frond: unknown environment variable FROND_PROT/);

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../core/errors.js';
 import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
@@ -27,6 +27,8 @@ export class Metrics implements RequestObserver, CoreObserver {
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
+    // process_* and nodejs_*: CPU, memory, open file descriptors (against ulimit -n), event-loop lag, GC.
+    collectDefaultMetrics({ register: this.registry });
     // prom-client's registry reads any object with its metric shape; see RequestHistogram for why.
     this.registry.registerMetric(this.requests as unknown as Parameters<Registry['registerMetric']>[0]);
     this.errors = new Counter({
@@ -54,14 +56,16 @@ export class Metrics implements RequestObserver, CoreObserver {
     });
     new Counter({
       name: 'frond_ids_issued_total',
-      help: 'IDs handed out, by mode and tag (snowflake: tag "")',
-      labelNames: ['mode', 'tag'],
+      help: 'IDs handed out: segment mode by tag, snowflake mode by worker ID (no tag label)',
+      labelNames: ['mode', 'tag', 'worker_id'],
       registers,
       collect() {
         this.reset();
         const snapshot = stats.snapshot();
         for (const tag of snapshot.tags) this.inc({ mode: 'segment', tag: tag.tag }, tag.issued);
-        if (snapshot.snowflake) this.inc({ mode: 'snowflake', tag: '' }, snapshot.snowflake.issued);
+        const snowflake = snapshot.snowflake;
+        if (snowflake)
+          this.inc({ mode: 'snowflake', worker_id: String(snowflake.workerId) }, snowflake.issued);
       },
     });
     new Counter({
