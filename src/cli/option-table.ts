@@ -249,7 +249,7 @@ export const SERVE_OPTIONS = [
     default: 1,
     min: 1,
     max: MAX_WORKERS,
-    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`',
+    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`: IDs stay unique, but increase per process, not per URL (see Running in production)',
   }),
   list({
     name: 'tokens',

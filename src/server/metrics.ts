@@ -85,12 +85,15 @@ export class Metrics implements RequestObserver, CoreObserver {
       name: string,
       help: string,
       read: (tag: ReturnType<StatsSampler['snapshot']>['tags'][number]) => number | null,
+      // How `--workers` adds up the processes' values (cluster.ts): sum unless said otherwise.
+      aggregator: 'sum' | 'min' | 'max' = 'sum',
     ) =>
       new Gauge({
         name,
         help,
         labelNames: ['tag'],
         registers,
+        aggregator,
         collect() {
           this.reset();
           for (const tag of stats.snapshot().tags) {
@@ -105,12 +108,19 @@ export class Metrics implements RequestObserver, CoreObserver {
       'frond_segment_runway_seconds',
       'Seconds the buffered IDs last at the current rate (absent when idle)',
       (t) => t.runwaySeconds,
+      'min',
     );
-    perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step);
-    perTag('frond_segment_next_ready', '1 when the next segment is loaded', (t) => (t.nextReady ? 1 : 0));
+    perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step, 'max');
+    perTag(
+      'frond_segment_next_ready',
+      '1 when the next segment is loaded',
+      (t) => (t.nextReady ? 1 : 0),
+      'min',
+    );
     new Gauge({
       name: 'frond_snowflake_worker_id',
-      help: 'Snowflake worker ID held by this node (absent when snowflake mode is off)',
+      help: 'Snowflake worker ID held by this node (absent when snowflake mode is off; with --workers, one per process, label worker)',
+      labelNames: ['worker'],
       registers,
       collect() {
         this.reset();

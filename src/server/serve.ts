@@ -9,6 +9,7 @@ import type { OpenedStore } from '../stores/store-backend.js';
 import { openStore } from '../stores/store-registry.js';
 import { type CoordinatorConfig, openWorkerIdSource } from '../worker-ids/worker-id-registry.js';
 import { createApp } from './app.js';
+import type { ClusterLink } from './cluster.js';
 import { lockDataDir } from './data-dir-lock.js';
 import {
   createHttpServer,
@@ -63,6 +64,8 @@ export interface ServeConfig {
   requestTimeoutMs: number;
   /** Connections held at once; undefined: the descriptor limit less `RESERVED_DESCRIPTORS`. */
   maxConnections: number | undefined;
+  /** Set in a `--workers` process: metrics and stats are answered for all the processes. */
+  cluster?: ClusterLink | undefined;
 }
 
 export interface RunningServer {
@@ -80,6 +83,10 @@ export async function startServer(
   const tls = config.tls && readTls(config.tls);
   const stats = new StatsSampler(clock);
   const metrics = new Metrics(stats);
+  config.cluster?.provide({
+    metrics: () => metrics.registry.getMetricsAsJSON(),
+    stats: () => stats.snapshot(),
+  });
   const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
@@ -142,7 +149,7 @@ export async function startServer(
       access: { tokens: config.tokens, adminToken: config.adminToken },
       rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
       observer: metrics,
-      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats) },
+      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats), cluster: config.cluster },
     });
     const limit = descriptorLimit();
     const maxConnections = config.maxConnections ?? defaultMaxConnections(limit);
