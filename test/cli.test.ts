@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SERVE_OPTIONS } from '../src/cli/option-table.js';
+import { parseServeArgs } from '../src/cli/serve.js';
 import { runFrond, tempDir } from './support/frond-process.js';
 
 /** A failed command says what to fix on one line, with no stack trace. */
@@ -89,6 +92,18 @@ describe('frond CLI', () => {
       [['tag', 'set-step', 'ok', 'many', '--data-dir', dataDir], /step "many" is invalid/],
       [['decode', 'xyz'], /invalid snowflake ID/],
       [['launch'], /unknown command "launch"/],
+      // Typos get a suggestion; a negative number gets the bounds, not the parser's words (item 18).
+      [['serv'], /unknown command "serv" \(did you mean serve\?\)/],
+      [['serve', '--prot', '8080'], /unknown option --prot for 'frond serve' \(did you mean --port\?\)/],
+      [['tag', 'ad', 'x'], /not "ad" \(did you mean add\?\)/],
+      [['serve', '--port', '-1'], /--port "-1" is invalid: use an integer from 0 to 65535/],
+      [['serve', '--port', '--host', 'x'], /--port needs a value/],
+      // An empty or blank token is no token: the ID endpoints would be open (item 7).
+      [['serve', '--token', ''], /--token has an empty or blank value/],
+      [['serve', '--token', ' '], /--token has an empty or blank value/],
+      [['serve', '--token', 'ok', '--token', ''], /--token has an empty or blank value/],
+      [['serve', '--token', 'a b'], /--token holds whitespace/],
+      [['serve', '--admin-token', ''], /--admin-token is empty or blank/],
     ];
     for (const [args, pattern] of cases) assertOneLineError(await runFrond(args), 2, pattern);
     assertOneLineError(
@@ -96,6 +111,31 @@ describe('frond CLI', () => {
       2,
       /FROND_PORT "eighty" is invalid/,
     );
+    assertOneLineError(
+      await runFrond(['serve'], { env: { FROND_TOKEN: ',' } }),
+      2,
+      /FROND_TOKEN has an empty or blank value/,
+    );
+    assertOneLineError(
+      await runFrond(['serve'], { env: { FROND_PROT: '1' } }),
+      2,
+      /unknown environment variable FROND_PROT .*\(did you mean FROND_PORT\?\)/,
+    );
+    const config = join(dataDir, 'frond.json');
+    writeFileSync(config, JSON.stringify({ token: [''] }));
+    assertOneLineError(await runFrond(['serve', '--config', config]), 2, /token has an empty or blank value/);
+    writeFileSync(config, JSON.stringify({ prot: 1 }));
+    assertOneLineError(
+      await runFrond(['serve', '--config', config]),
+      2,
+      /unknown key "prot" \(did you mean port\?\)/,
+    );
+  });
+
+  it("never splits a flag's token at commas; only FROND_TOKEN is a comma list (item 7)", () => {
+    assert.deepEqual(parseServeArgs(['--token', 'abc,def'], {}).tokens, ['abc,def']);
+    assert.deepEqual(parseServeArgs(['--token', 'a', '--token', 'b,c'], {}).tokens, ['a', 'b,c']);
+    assert.deepEqual(parseServeArgs([], { FROND_TOKEN: 'a, b' }).tokens, ['a', 'b']);
   });
 
   it('prints help and the version', async () => {

@@ -167,6 +167,33 @@ describe('HTTP API (real server, SQLite store)', () => {
     assert.equal(errorOf(reply).code, 'METHOD_NOT_ALLOWED');
   });
 
+  it('uses up no ID on HEAD or OPTIONS of the ID routes (issue 16, item 3)', async () => {
+    const own = randomTag();
+    const store = new SqliteSegmentStore(`${dataDir}/frond.db`);
+    await store.addTag({ tag: own, step: 100, start: 1n, description: null });
+    await store.close();
+    assert.equal((await call(base, `/api/segment/get/${own}`)).body, '1');
+    for (const method of ['HEAD', 'OPTIONS', 'HEAD', 'OPTIONS']) {
+      const reply = await call(base, `/api/segment/get/${own}`, method);
+      assert.equal(reply.status, method === 'HEAD' ? 405 : 204, method);
+      assert.match(String(reply.headers.allow), /^GET, POST, PUT, PATCH, DELETE, OPTIONS$/);
+    }
+    assert.equal((await call(base, `/api/segment/get/${own}`)).body, '2', 'HEAD and OPTIONS took no ID');
+    const issued = (await call(base, '/api/snowflake/get/x')).body;
+    assert.equal((await call(base, '/api/snowflake/get/x', 'OPTIONS')).status, 204);
+    assert.equal((await call(base, '/api/snowflake/get/x', 'HEAD')).status, 405);
+    assert.ok(BigInt((await call(base, '/api/snowflake/get/x')).body) > BigInt(issued));
+  });
+
+  it('refuses an unknown query parameter with 400 naming it, as an unknown JSON field (item 18)', async () => {
+    const reply = await call(base, `/v1/segment/${tag}?cnt=2`);
+    assert.equal(reply.status, 400);
+    assert.equal(errorOf(reply).code, 'INVALID_ARGUMENT');
+    assert.match(errorOf(reply).message, /unknown query parameter "cnt"; this route takes: count, token/);
+    assert.equal((await call(base, `/v1/segment/${tag}?count=2`)).status, 200);
+    assert.equal((await call(base, '/healthz?x')).status, 400);
+  });
+
   it('answers a malformed request with 400 and keeps serving', async () => {
     const port = new URL(base).port;
     const answer = await new Promise<string>((resolve) => {

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { systemClock } from '../src/core/clock.js';
-import { silentLogger } from '../src/core/logger.js';
+import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { type RunningServer, readiness, type ServeConfig, startServer } from '../src/server/serve.js';
 import { StatsSampler } from '../src/server/stats.js';
@@ -70,14 +72,33 @@ describe('operations API (real server)', () => {
     assert.ok(list.tags.some((row) => row.tag === tag));
   });
 
+  it('defaults the step of POST /v1/tags to 1000, as frond tag add; PATCH names the real step range (item 18)', async () => {
+    const created = await post(`${server.url}/v1/tags`, { tag: randomTag() });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json().step, 1000);
+    const patched = await post(`${server.url}/v1/tags/${tag}`, { step: 2 ** 53 }, undefined, 'PATCH');
+    assert.equal(patched.status, 400);
+    assert.match(patched.text, /step must be an integer from 1 to 2147483647/);
+  });
+
+  it('answers 405 with the Allow header of the route: DELETE /v1/tags/x allows GET, PATCH (item 18)', async () => {
+    const reply = await fetch(`${server.url}/v1/tags/${tag}`, { method: 'DELETE' });
+    assert.equal(reply.status, 405);
+    assert.equal(reply.headers.get('allow'), 'GET, PATCH, OPTIONS');
+    assert.match(await reply.text(), /use GET or PATCH/);
+    const options = await fetch(`${server.url}/v1/tags`, { method: 'OPTIONS' });
+    assert.equal(options.status, 204);
+    assert.equal(options.headers.get('allow'), 'GET, POST, OPTIONS');
+  });
+
   it('answers bad admin bodies with 400 or 413, naming the problem', async () => {
     const cases: [unknown, number, RegExp][] = [
       ['{"tag": ', 400, /not JSON/],
       [{ tag: 'x', step: 10, colour: 'red' }, 400, /unknown field "colour"/],
       [{ tag: 'bad\ttag', step: 10 }, 400, /invalid tag/],
       [{ tag: 'x'.repeat(129), step: 10 }, 400, /invalid tag/],
-      [{ tag: randomTag() }, 400, /step is required/],
-      [{ tag: randomTag(), step: 0 }, 400, /invalid step 0/],
+      [{ tag: randomTag(), step: 0 }, 400, /step must be an integer from 1 to 2147483647/],
+      [{ tag: randomTag(), step: 2 ** 31 }, 400, /step must be an integer from 1 to 2147483647/],
       [{ tag: randomTag(), step: 10, start: 1.5 }, 400, /start must be an integer/],
       [{ tag: randomTag(), step: 10, start: 2 ** 60 }, 400, /start must be an integer/],
       [{ tag: randomTag(), step: 10, start: '9223372036854775798' }, 400, /invalid start/],
@@ -98,7 +119,14 @@ describe('operations API (real server)', () => {
     await call(`${server.url}/api/segment/get/${randomTag()}`);
     const text = (await call(`${server.url}/metrics`)).text;
     assert.match(text, new RegExp(`^frond_ids_issued_total\\{mode="segment",tag="${tag}"\\} 3\\d$`, 'm'));
-    assert.match(text, /^frond_ids_issued_total\{mode="snowflake",tag=""\} [1-9]/m);
+    // Snowflake IDs are counted by worker ID, not under tag="" (item 17).
+    assert.match(text, /^frond_ids_issued_total\{mode="snowflake",worker_id="9"\} [1-9]/m);
+    assert.doesNotMatch(text, /tag=""/);
+    // prom-client's defaults on frond's registry (item 17).
+    assert.match(text, /^process_cpu_user_seconds_total \d/m);
+    assert.match(text, /^process_open_fds \d+/m);
+    assert.match(text, /^nodejs_eventloop_lag_seconds \d/m);
+    assert.match(text, /^nodejs_heap_size_used_bytes \d/m);
     assert.match(text, new RegExp(`^frond_segment_ids_left\\{tag="${tag}"\\} \\d+`, 'm'));
     // The second load read the step PATCHed to 250 above.
     assert.match(text, new RegExp(`^frond_segment_step\\{tag="${tag}"\\} 250$`, 'm'));
@@ -120,12 +148,18 @@ describe('operations API (real server)', () => {
   });
 
   it('serves /v1/stats for the dashboard, and the dashboard page itself', async () => {
+    const fresh = randomTag();
+    assert.equal((await post(`${server.url}/v1/tags`, { tag: fresh, step: 1000 })).status, 201);
+    assert.equal((await call(`${server.url}/api/segment/get/${fresh}`)).status, 200);
     const stats = (await call(`${server.url}/v1/stats`)).json() as {
-      tags: { tag: string; issued: number }[];
+      tags: { tag: string; issued: number; lastLoadAt: number }[];
       snowflake: { workerId: number };
       history: unknown[];
     };
     assert.ok((stats.tags.find((t) => t.tag === tag)?.issued ?? 0) > 0);
+    // A tag loaded once says when (item 18: it said 0).
+    const loadedAt = stats.tags.find((t) => t.tag === fresh)?.lastLoadAt ?? 0;
+    assert.ok(Math.abs(loadedAt - Date.now()) < 60_000, String(loadedAt));
     assert.equal(stats.snowflake.workerId, 9);
     assert.ok(Array.isArray(stats.history));
     const page = await call(`${server.url}/dashboard`);
@@ -141,6 +175,25 @@ describe('operations API (real server)', () => {
 });
 
 describe('readiness', () => {
+  it('is what /healthz reports but does not act on: 200 live, ready false, store unreachable (item 15)', async () => {
+    const server = await startServer(
+      config(tempDir(), { store: 'postgres://frond@127.0.0.1:1/nope?connect_timeout_ms=500' }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      const health = await call(`${server.url}/healthz`);
+      assert.equal(health.status, 200);
+      const body = health.json() as { ready: boolean; checks: string; segment: { reachable: boolean } };
+      assert.equal(body.ready, false);
+      assert.equal(body.segment.reachable, false);
+      assert.match(body.checks, /readyz/);
+      assert.equal((await call(`${server.url}/readyz`)).status, 503);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('is not ready when the store cannot be reached and nothing is buffered', async () => {
     const store = new MemoryStore();
     store.listTags = async () => {
@@ -205,6 +258,11 @@ describe('access control (real server)', () => {
       for (let i = 0; i < 8; i++) statuses.push((await call(`${server.url}/api/snowflake/get/x`)).status);
       assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
       assert.ok(statuses.slice(5).includes(429), statuses.join(','));
+      // A health checker behind the same address is never refused (item 11).
+      for (let i = 0; i < 10; i++) {
+        assert.equal((await call(`${server.url}/healthz`)).status, 200);
+        assert.equal((await call(`${server.url}/readyz`)).status, 200);
+      }
     } finally {
       await server.close();
     }
@@ -260,6 +318,134 @@ describe('access control (real server)', () => {
   });
 });
 
+function selfSigned(dir: string, ...newkey: string[]): { cert: string; key: string } {
+  const name = newkey.join('').replace(/\W/g, '');
+  const key = join(dir, `${name}-key.pem`);
+  const cert = join(dir, `${name}-cert.pem`);
+  const args = ['req', '-x509', '-newkey', ...newkey, '-nodes', '-keyout', key, '-out', cert];
+  execFileSync('openssl', [...args, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+/** Resolves with the negotiated cipher, or rejects with the handshake's error. */
+function handshake(url: string, options: ConnectionOptions): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(
+      { host: hostname, port: Number(port), rejectUnauthorized: false, ...options },
+      () => {
+        const name = socket.getCipher().name;
+        socket.end();
+        resolve(name);
+      },
+    );
+    socket.setTimeout(5000, () => socket.destroy(new Error('handshake timed out')));
+    socket.on('error', reject);
+  });
+}
+
+describe('TLS on the HTTPS listener (item 9)', () => {
+  it('offers TLS 1.3 and TLS 1.2 with ECDHE and AEAD only: no AES128-SHA, no TLS 1.1', async () => {
+    const dir = tempDir();
+    const server = await startServer(
+      config(dir, { tls: selfSigned(dir, 'rsa:2048') }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      await assert.rejects(handshake(server.url, { ciphers: 'AES128-SHA', maxVersion: 'TLSv1.2' }));
+      await assert.rejects(
+        handshake(server.url, { ciphers: 'AES256-SHA:AES128-GCM-SHA256', maxVersion: 'TLSv1.2' }),
+      );
+      await assert.rejects(handshake(server.url, { maxVersion: 'TLSv1.1', minVersion: 'TLSv1' }));
+      assert.equal(
+        await handshake(server.url, { ciphers: 'ECDHE-RSA-AES128-GCM-SHA256', maxVersion: 'TLSv1.2' }),
+        'ECDHE-RSA-AES128-GCM-SHA256',
+      );
+      assert.match(await handshake(server.url, { minVersion: 'TLSv1.3' }), /^TLS_AES_|^TLS_CHACHA20/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses an RSA key under 2048 bits at start, with one line; an EC key is fine', async () => {
+    const dir = tempDir();
+    await assert.rejects(
+      startServer(config(dir, { tls: selfSigned(dir, 'rsa:1024') }), silentLogger, systemClock),
+      /1024-bit RSA key, too weak/,
+    );
+    const ec = selfSigned(dir, 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256');
+    const server = await startServer(config(tempDir(), { tls: ec }), silentLogger, systemClock);
+    try {
+      assert.equal(await handshake(server.url, { maxVersion: 'TLSv1.2' }), 'ECDHE-ECDSA-AES128-GCM-SHA256');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('request limits (item 18)', () => {
+  it('answers a request that trickles past --request-timeout-ms with 408 within a second of it, oversize headers with 431', async () => {
+    const server = await startServer(
+      config(tempDir(), { requestTimeoutMs: 1000 }),
+      silentLogger,
+      systemClock,
+    );
+    try {
+      const port = Number(new URL(server.url).port);
+      const raw = (first: string, more?: string) =>
+        new Promise<{ text: string; ms: number }>((resolve) => {
+          const started = performance.now();
+          let text = '';
+          const socket = connect(port, '127.0.0.1', () => {
+            socket.write(first);
+            if (more !== undefined) socket.write(more);
+          });
+          socket.setTimeout(10_000, () => socket.destroy());
+          socket.on('data', (chunk) => {
+            text += chunk;
+          });
+          socket.on('close', () => resolve({ text, ms: performance.now() - started }));
+        });
+      const slow = await raw('GET /healthz HTTP/1.1\r\nhost: x\r\n');
+      assert.match(slow.text, /^HTTP\/1\.1 408 /);
+      assert.ok(slow.ms >= 900 && slow.ms < 2500, `cut after ${slow.ms} ms`);
+      const big = await raw(`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.match(big.text, /^HTTP\/1\.1 431 /);
+      assert.equal((await call(`${server.url}/healthz`)).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a client that aborts an admin body (item 18)', () => {
+  it('is neither an internal error in the log nor counted in frond_errors_total', async () => {
+    const events: string[] = [];
+    const logger: Logger = { log: (_level, event) => void events.push(event) };
+    const server = await startServer(config(tempDir()), logger, systemClock);
+    try {
+      const { port } = new URL(server.url);
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(
+            'POST /v1/tags HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"tag":',
+          );
+          setTimeout(() => socket.destroy(), 100);
+        });
+        socket.on('close', () => resolve());
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const metrics = (await call(`${server.url}/metrics`)).text;
+      assert.doesNotMatch(metrics, /frond_errors_total\{code="INTERNAL"\}/);
+      assert.ok(!events.includes('http.internal_error'), events.join(','));
+      assert.ok(events.includes('http.client_aborted'), events.join(','));
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('configuration sources (real process)', () => {
   it('reads a JSON --config file and a Leaf leaf.properties, flags winning over both', async () => {
     const dir = tempDir();
@@ -286,7 +472,7 @@ describe('configuration sources (real process)', () => {
     writeFileSync(file, JSON.stringify({ prot: 8080 }));
     const bad = await runFrond(['serve', '--config', file]);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /^frond: .*frond\.json: unknown key "prot"\n$/);
+    assert.match(bad.stderr, /^frond: .*frond\.json: unknown key "prot" \(did you mean port\?\)\n$/);
     const env = await runFrond(['serve', '--data-dir', dir], { env: { FROND_PROT: '1' } });
     assert.equal(env.code, 2);
     assert.match(env.stderr, /^frond: unknown environment variable FROND_PROT/);

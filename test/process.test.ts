@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
@@ -81,6 +81,26 @@ describe('frond serve as a real process', () => {
         if (id > maxSnowflake) maxSnowflake = id;
       }
       assert.ok(traffic.segment.length > 50, `round ${round}: only ${traffic.segment.length} segment IDs`);
+    }
+  });
+
+  it('warns when a data dir used before has lost its worker file, and only tells on a first start (item 18)', async () => {
+    const dataDir = tempDir();
+    const first = await startFrond(['--port', '0', '--data-dir', dataDir]);
+    await text(`${first.url}/api/snowflake/get/k`);
+    assert.equal(await first.stop('SIGKILL'), 'SIGKILL');
+    const events = (node: FrondProcess) =>
+      node.logs.map((line) => JSON.parse(line) as { event: string; level: number | string });
+    assert.ok(events(first).some((line) => line.event === 'snowflake.worker_id_drawn'));
+    assert.ok(!events(first).some((line) => line.event === 'snowflake.worker_file_missing'));
+    rmSync(join(dataDir, 'snowflake-worker.json'));
+    const second = await startFrond(['--port', '0', '--data-dir', dataDir]);
+    try {
+      const warning = events(second).find((line) => line.event === 'snowflake.worker_file_missing');
+      assert.ok(warning, second.logs.join('\n'));
+      assert.ok(warning.level === 40 || warning.level === 'warn', String(warning.level));
+    } finally {
+      await second.stop();
     }
   });
 

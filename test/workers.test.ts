@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { httpGet } from './support/http-get.js';
 
 async function text(url: string): Promise<string> {
   const response = await fetch(url);
@@ -127,6 +129,60 @@ describe('frond serve --workers', () => {
     } finally {
       // A worker died on the way: the node ends with 1 once the others stopped gracefully.
       assert.equal(await node.stop('SIGTERM'), killed ? 1 : 0);
+    }
+  });
+
+  it('answers /metrics and /v1/stats for the whole node, whichever process takes the request (issue 16, item 6)', async () => {
+    const dataDir = tempDir();
+    const added = await runFrond(['tag', 'add', 'orders', '--step', '100', '--data-dir', dataDir]);
+    assert.equal(added.code, 0, added.stderr);
+    const node = await startFrond([
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--worker-id',
+      '40',
+      '--workers',
+      '2',
+    ]);
+    // A new connection per request: the primary hands connections to the workers in turn.
+    const fresh = new Agent({ keepAlive: false });
+    try {
+      let asked = 0;
+      for (let i = 0; i < 40; i++) {
+        assert.equal((await httpGet(`${node.url}/api/snowflake/get/k`, { agent: fresh })).status, 200);
+        assert.equal((await httpGet(`${node.url}/api/segment/get/orders`, { agent: fresh })).status, 200);
+        asked++;
+      }
+      let lastIssued = 0;
+      for (let i = 0; i < 6; i++) {
+        const metrics = (await httpGet(`${node.url}/metrics`, { agent: fresh })).body;
+        assert.match(metrics, /^frond_snowflake_worker_id\{worker="0"\} 40$/m);
+        assert.match(metrics, /^frond_snowflake_worker_id\{worker="1"\} 41$/m);
+        const issued = [
+          ...metrics.matchAll(/^frond_ids_issued_total\{mode="snowflake",worker_id="4[01]"\} (\d+)$/gm),
+        ];
+        assert.equal(issued.length, 2, metrics);
+        const total = issued.reduce((sum, match) => sum + Number(match[1]), 0);
+        assert.ok(total >= asked, `${total} snowflake IDs counted, ${asked} asked`);
+        const segment = /^frond_ids_issued_total\{mode="segment",tag="orders"\} (\d+)$/m.exec(metrics);
+        assert.ok(Number(segment?.[1]) >= asked, metrics);
+        const stats = JSON.parse((await httpGet(`${node.url}/v1/stats`, { agent: fresh })).body) as {
+          processes: number;
+          snowflake: { workerIds: number[]; issued: number };
+          tags: { tag: string; issued: number }[];
+        };
+        assert.equal(stats.processes, 2);
+        assert.deepEqual([...stats.snowflake.workerIds].sort(), [40, 41]);
+        assert.ok(stats.snowflake.issued >= lastIssued, 'the stats went back: they flap between processes');
+        assert.ok(stats.snowflake.issued >= asked);
+        assert.ok((stats.tags.find((tag) => tag.tag === 'orders')?.issued ?? 0) >= asked);
+        lastIssued = stats.snowflake.issued;
+      }
+    } finally {
+      fresh.destroy();
+      assert.equal(await node.stop('SIGTERM'), 0, [...node.logs, ...node.stderr].join('\n'));
     }
   });
 

@@ -16,7 +16,11 @@ function file(name: string, text: string): string {
 describe('config sources', () => {
   it('reads a JSON config file of flag names into the settings they name', () => {
     const path = file('frond.json', JSON.stringify({ port: 9000, 'no-segment': true, token: ['a', 'b'] }));
-    assert.deepEqual(readConfigFile(path, SPECS).values, { port: '9000', segment: false, tokens: 'a,b' });
+    assert.deepEqual(readConfigFile(path, SPECS).values, {
+      port: '9000',
+      segment: false,
+      tokens: ['a', 'b'],
+    });
   });
 
   it('rejects an unknown key or a wrong type with one line naming it', () => {

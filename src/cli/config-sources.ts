@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
 import { type JdbcDialect, tlsParametersFromJdbc } from './jdbc-tls.js';
 import type { OptionEntry } from './option-entry.js';
-import { type RawValues, turned } from './options.js';
+import { didYouMean, type RawValues, turned } from './options.js';
 
 function invalid(message: string): FrondError {
   return new FrondError('INVALID_CONFIG', message);
@@ -41,16 +41,20 @@ export function readConfigFile(path: string, options: readonly OptionEntry[]): R
   const sources: RawValues['sources'] = {};
   for (const [key, value] of Object.entries(parsed)) {
     const entry = byKey.get(key);
-    if (entry === undefined) throw invalid(`${path}: unknown key ${JSON.stringify(key)}`);
+    if (entry === undefined)
+      throw invalid(
+        `${path}: unknown key ${JSON.stringify(key)}${didYouMean(key, [...byKey.keys()] as string[])}`,
+      );
     const where = `${path}: ${key}`;
     const list = entry.type === 'list';
     if (entry.type === 'boolean') {
       if (typeof value !== 'boolean') throw invalid(`${where} must be true or false`);
       values[entry.name] = turned(entry, value);
     } else if (typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
-      values[entry.name] = String(value);
+      // A list given as one string is one item: only the environment splits at commas.
+      values[entry.name] = list ? [String(value)] : String(value);
     } else if (list && Array.isArray(value) && value.every((item) => typeof item === 'string')) {
-      values[entry.name] = value.join(',');
+      values[entry.name] = value;
     } else {
       throw invalid(`${where} must be a ${list ? 'string or a list of strings' : 'string or a number'}`);
     }

@@ -2,7 +2,7 @@ import { FrondError } from '../core/errors.js';
 import { hasFenceOps } from '../stores/fencing/fence.js';
 import { backendOf, openStore } from '../stores/store-registry.js';
 import { DB_FENCE, DB_INIT } from './option-table.js';
-import { parseCommand, usage } from './options.js';
+import { didYouMean, parseCommand, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
 /**
@@ -65,5 +65,7 @@ export async function dbCommand(args: string[], out: (line: string) => void): Pr
   const [sub, ...rest] = args;
   if (sub === 'init') return init(rest, out);
   if (sub === 'fence') return fence(rest, out);
-  throw usage(`'frond db' needs init or fence${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`);
+  throw usage(
+    `'frond db' needs init or fence${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['init', 'fence'])}`}`,
+  );
 }

@@ -19,6 +19,12 @@ Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id)
 coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
 worker ID per ip:port, never reused); --zk --worker-lease or --etcd lease them while a node runs and
 reuse them once free. See docs/worker-ids.md.
+
+Load balancers check GET /readyz (503 while the node cannot serve); GET /healthz is liveness only.
+
+--workers N runs N processes on one port: IDs stay unique, and each process's IDs increase, but
+one URL is served by any of them, so successive answers from one URL need not increase
+(1 1001 2 1002). /metrics and /v1/stats add up all the processes.
 `;
 
 /** Markdown to plain text: no backticks, a link becomes its text. */

@@ -3,6 +3,7 @@ import { FROND_VERSION } from '../server/version.js';
 import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
 import { commandHelp, commandsNamed, overviewHelp } from './help.js';
+import { didYouMean } from './options.js';
 import { serveCommand } from './serve.js';
 import { tagCommand } from './tag.js';
 
@@ -39,7 +40,9 @@ export async function main(args: string[]): Promise<number> {
         process.stderr.write(overviewHelp());
         return 2;
       default:
-        process.stderr.write(`frond: unknown command ${JSON.stringify(command)} (see 'frond help')\n`);
+        process.stderr.write(
+          `frond: unknown command ${JSON.stringify(command)}${didYouMean(command, COMMAND_WORDS)} (see 'frond help')\n`,
+        );
         return 2;
     }
   } catch (error) {
@@ -48,6 +51,9 @@ export async function main(args: string[]): Promise<number> {
     return isFrondError(error) ? ERROR_CODES[error.code].exitCode : 1;
   }
 }
+
+/** The words `frond` takes first, for a typo's suggestion. */
+const COMMAND_WORDS = ['serve', 'tag', 'db', 'decode', 'version', 'help'];
 
 /** `--help` or `-h` before a `--` that ends the options. */
 function wantsHelp(args: string[]): boolean {

@@ -4,7 +4,9 @@ import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
+import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
 import { MAX_WORKERS } from '../server/cluster.js';
+import { RESERVED_DESCRIPTORS } from '../server/http-server.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
@@ -258,14 +260,14 @@ export const SERVE_OPTIONS = [
     default: 1,
     min: 1,
     max: MAX_WORKERS,
-    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`',
+    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`: IDs stay unique, but increase per process, not per URL (see Running in production)',
   }),
   list({
     name: 'tokens',
     flag: 'token',
     describedDefault: 'none: ID endpoints open',
     placeholder: 'T',
-    help: 'a token that may ask for IDs; repeat the flag for several',
+    help: 'a token that may ask for IDs; repeat the flag for several (a value is never split; `FROND_TOKEN` is a comma list); an empty or blank one stops the start',
   }),
   string({
     name: 'adminToken',
@@ -284,6 +286,24 @@ export const SERVE_OPTIONS = [
     unit: 'requests/s',
     describedDefault: '`0` (off)',
     help: 'requests per second per client address; more answer 429',
+  }),
+  integer({
+    name: 'maxConnections',
+    flag: 'max-connections',
+    default: undefined,
+    min: 1,
+    max: 1_000_000,
+    describedDefault: `the file-descriptor limit (\`ulimit -n\`, read at start) less ${RESERVED_DESCRIPTORS}`,
+    help: 'connections held at once per process; more are closed as they arrive, so the node never runs out of file descriptors',
+  }),
+  integer({
+    name: 'requestTimeoutMs',
+    flag: 'request-timeout-ms',
+    default: 30_000,
+    min: 100,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'a request (headers and body) that takes longer to arrive is answered 408 and its connection closed',
   }),
   string({
     name: 'tlsCert',
@@ -346,7 +366,7 @@ export const TAG_ADD = command({
     integer({
       name: 'step',
       flag: 'step',
-      default: 1000,
+      default: DEFAULT_TAG_STEP,
       min: 1,
       max: MAX_TABLE_STEP,
       env: false,

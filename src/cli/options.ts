@@ -9,7 +9,8 @@ import type { CommandSpec } from './option-table.js';
  * from for error messages: `--port`, `FROND_PORT`, `/etc/frond.json: port`.
  */
 export interface RawValues {
-  values: Record<string, string | boolean>;
+  /** A list is its items as given (a flag's value is never split; an environment variable's is, at commas). */
+  values: Record<string, string | boolean | string[]>;
   sources: Record<string, string>;
 }
 
@@ -61,7 +62,7 @@ export function parseRaw(
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
-      args,
+      args: negativeValues(command, args),
       options: Object.fromEntries(
         command.options.map((entry) => [
           entry.flag,
@@ -74,10 +75,16 @@ export function parseRaw(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const unknown = /Unknown option '([^']+)'/.exec(message);
-    if (unknown)
+    if (unknown) {
+      const flags = command.options.map((entry) => `--${entry.flag}`);
       throw usage(
-        `unknown option ${unknown[1]} for 'frond ${command.name}' (see 'frond ${command.name} --help')`,
+        `unknown option ${unknown[1]} for 'frond ${command.name}'${didYouMean(unknown[1] as string, flags)} (see 'frond ${command.name} --help')`,
       );
+    }
+    // `--port --host x`: node's parser says "argument is ambiguous"; say what is missing instead.
+    const ambiguous = /Option '(-[^ ']*)/.exec(message);
+    if (ambiguous && /ambiguous|argument missing/.test(message))
+      throw usage(`${ambiguous[1]} needs a value (frond ${command.name})`);
     throw usage(`${message.split('.')[0]} (frond ${command.name})`);
   }
   const values: RawValues['values'] = {};
@@ -85,7 +92,7 @@ export function parseRaw(
   for (const entry of command.options) {
     const flag = parsed.values[entry.flag];
     if (flag !== undefined) {
-      values[entry.name] = Array.isArray(flag) ? flag.join(',') : turned(entry, flag as string | boolean);
+      values[entry.name] = Array.isArray(flag) ? flag.map(String) : turned(entry, flag as string | boolean);
       sources[entry.name] = `--${entry.flag}`;
       continue;
     }
@@ -94,7 +101,12 @@ export function parseRaw(
     );
     const text = variable === undefined ? undefined : (env[variable] as string);
     if (variable !== undefined && text !== undefined) {
-      values[entry.name] = entry.type === 'boolean' ? turned(entry, parseBoolean(variable, text)) : text;
+      values[entry.name] =
+        entry.type === 'boolean'
+          ? turned(entry, parseBoolean(variable, text))
+          : entry.type === 'list'
+            ? text.split(',').map((item) => item.trim())
+            : text;
       sources[entry.name] = variable;
       continue;
     }
@@ -111,7 +123,10 @@ export function parseRaw(
     const unknown = Object.keys(env).find((key) => key.startsWith('FROND_') && !known.has(key));
     if (unknown !== undefined)
       throw usage(
-        `unknown environment variable ${unknown} for 'frond ${command.name}' (see 'frond ${command.name} --help')`,
+        `unknown environment variable ${unknown} for 'frond ${command.name}'${didYouMean(
+          unknown,
+          [...known].filter((name) => name !== null),
+        )} (see 'frond ${command.name} --help')`,
       );
   }
   const names = command.positionals;
@@ -153,8 +168,20 @@ export function resolveSettings<O extends readonly OptionEntry[]>(
   return settings as SettingsOf<O>;
 }
 
-function checked(entry: OptionEntry, value: string | boolean, source: string, now: number): unknown {
+function checked(
+  entry: OptionEntry,
+  value: string | boolean | string[],
+  source: string,
+  now: number,
+): unknown {
   if (entry.type === 'boolean') return value === true;
+  if (entry.type === 'list') {
+    const items = Array.isArray(value) ? value : [String(value)];
+    // `--token ''` or `FROND_TOKEN=,` must not quietly mean "no token": that would leave a door open.
+    if (items.some((item) => item.trim() === ''))
+      throw usage(`${source} has an empty or blank value: give a value, or leave ${source} out`);
+    return items;
+  }
   const text = String(value);
   switch (entry.type) {
     case 'integer':
@@ -168,11 +195,6 @@ function checked(entry: OptionEntry, value: string | boolean, source: string, no
       if (!entry.values?.includes(text))
         throw usage(`${source} ${JSON.stringify(text)} is invalid: use ${inWords(entry.values ?? [])}`);
       return text;
-    case 'list':
-      return text
-        .split(',')
-        .map((item) => item.trim())
-        .filter((item) => item !== '');
     default:
       if (entry.maxLength !== undefined && text.length > entry.maxLength)
         throw usage(`${source} is longer than ${entry.maxLength} characters`);
@@ -191,4 +213,65 @@ export function parseInteger(text: string, label: string, min: number, max: numb
     throw usage(`${label} ${JSON.stringify(text)} is invalid: use an integer from ${min} to ${max}`);
   }
   return n;
+}
+
+/**
+ * `--port -1`: node's parser takes `-1` for an option. A value that looks like a negative number
+ * after an option that takes a value is joined to it (`--port=-1`), so the bounds check answers.
+ */
+function negativeValues(command: CommandSpec, args: string[]): string[] {
+  const valued = new Set(
+    command.options.filter((entry) => entry.type !== 'boolean').map((entry) => `--${entry.flag}`),
+  );
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (arg === '--') {
+      out.push(...args.slice(i));
+      break;
+    }
+    if (valued.has(arg) && next !== undefined && /^-[0-9]/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
+/** ` (did you mean --port?)` for the closest of `candidates` within a few edits; empty otherwise. */
+export function didYouMean(word: string, candidates: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  const allowed = Math.max(1, Math.min(3, Math.floor(word.replace(/^-+|^FROND_/, '').length / 3)));
+  return best !== undefined && bestDistance <= allowed ? ` (did you mean ${best}?)` : '';
+}
+
+/** Levenshtein distance, with a swap of two neighbours counting as one edit (`--prot`, `--port`). */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) (rows[0] as number[])[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    const row = rows[i] as number[];
+    const above = rows[i - 1] as number[];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(
+        (above[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (above[j - 1] as number) + cost,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      row[j] = best;
+    }
+  }
+  return (rows[a.length] as number[])[b.length] as number;
 }

@@ -35,11 +35,25 @@ export function serveConfig(settings: ServeSettings): ServeConfig {
     clockStartupWaitMs: settings.clockStartupWaitMs,
     shutdownTimeoutMs: settings.shutdownTimeoutMs,
     logLevel: settings.logLevel,
-    tokens: settings.tokens,
-    adminToken: settings.adminToken,
+    tokens: settings.tokens.map((token) => checkedToken(token, '--token')),
+    adminToken:
+      settings.adminToken === undefined ? undefined : checkedToken(settings.adminToken, '--admin-token'),
     tls: tlsOf(settings),
     rateLimit: settings.rateLimit,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    maxConnections: settings.maxConnections,
   };
+}
+
+/**
+ * A token is sent as `Authorization: Bearer T`, which cannot carry whitespace; an empty or blank
+ * one would stand for "no token", which for `--token` means open ID endpoints: both stop the start.
+ */
+function checkedToken(token: string, flag: string): string {
+  if (token.trim() === '') throw usage(`${flag} is empty or blank: give a token, or leave ${flag} out`);
+  if (/\s/.test(token))
+    throw usage(`${flag} holds whitespace, which Authorization: Bearer cannot carry: use a token without it`);
+  return token;
 }
 
 function tlsOf({ tlsCert, tlsKey }: ServeSettings): { cert: string; key: string } | undefined {

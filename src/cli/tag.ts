@@ -3,7 +3,7 @@ import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal }
 import type { TagAdmin } from '../core/tag-admin.js';
 import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
-import { parseCommand, parseInteger, usage } from './options.js';
+import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
 async function withStore<T>(spec: string, use: (store: TagAdmin) => Promise<T>): Promise<T> {
@@ -86,6 +86,6 @@ export async function tagCommand(args: string[], out: (line: string) => void): P
   if (sub === 'list') return list(rest, out);
   if (sub === 'set-step') return setStep(rest, out);
   throw usage(
-    `'frond tag' needs add, list or set-step${sub === undefined ? '' : `, not ${JSON.stringify(sub)}`}`,
+    `'frond tag' needs add, list or set-step${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['add', 'list', 'set-step'])}`}`,
   );
 }

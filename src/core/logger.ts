@@ -19,6 +19,8 @@ export type LogEvent =
   | 'worker.stopped'
   | 'worker.exited'
   | 'http.client_error'
+  | 'http.client_aborted'
+  | 'http.connections_above_limit'
   | 'http.internal_error'
   // Segment mode (src/core) and its stores (src/stores).
   | 'segment.loaded'
@@ -39,6 +41,8 @@ export type LogEvent =
   | 'snowflake.clock_behind_lease'
   | 'snowflake.clock_moved_backwards'
   | 'snowflake.record_failed'
+  | 'snowflake.worker_file_missing'
+  | 'snowflake.worker_id_drawn'
   | 'snowflake.regain_failed'
   | 'snowflake.worker_id_lost'
   | 'snowflake.worker_id_regained'

@@ -335,6 +335,8 @@ export class SegmentBuffer {
     const range = this.toRange(allocation);
     const previousStep = this.step;
     if (this.loads === 0) {
+      // The step's clock starts at load 2 (as Leaf's); stats show when the first load was made.
+      this.lastLoadAt = startedAt;
       this.step = allocation.step;
       this.minStep = allocation.tableStep;
     } else if (this.loads === 1) {

@@ -38,3 +38,6 @@ export interface TagAdmin {
 
 /** What a store backend implements: the segment primitive and tag administration over one table. */
 export interface TagStore extends SegmentStore, TagAdmin {}
+
+/** The step of a new tag when none is given (`frond tag add`, `POST /v1/tags`). */
+export const DEFAULT_TAG_STEP = 1000;

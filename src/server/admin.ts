@@ -1,15 +1,29 @@
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../core/errors.js';
-import { assertStart, assertStep, assertValidTag, parseDecimal } from '../core/tag.js';
-import type { TagAdmin, TagRow } from '../core/tag-admin.js';
+import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
+import { DEFAULT_TAG_STEP, type TagAdmin, type TagRow } from '../core/tag-admin.js';
 
 /** Admin bodies are a few fields; 16 KiB is generous and keeps a client from streaming megabytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
+
+/**
+ * The client went away before its body ended: nobody is left to answer, and nothing is wrong with
+ * the node, so it is neither logged as an internal error nor counted in `frond_errors_total`.
+ */
+export class ClientAbortedError extends FrondError {
+  constructor() {
+    super('INVALID_ARGUMENT', 'the client closed the connection before the body ended');
+  }
+}
 
 export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
+    // An abort shows as 'error' (ECONNRESET, "aborted") or as 'close' before 'end'.
+    req.on('close', () => {
+      if (!req.complete) reject(new ClientAbortedError());
+    });
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
@@ -22,7 +36,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
       chunks.push(chunk);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('error', () => reject(req.complete ? tooLarge(limit) : new ClientAbortedError()));
   });
 }
 
@@ -50,12 +64,18 @@ function parseObject(text: string, allowed: readonly string[]): Record<string, u
   return value as Record<string, unknown>;
 }
 
-function integerField(body: Record<string, unknown>, field: string, fallback: number, max: number): number {
+function integerField(
+  body: Record<string, unknown>,
+  field: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const value = body[field];
   if (value === undefined) return fallback;
   const n = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0 || n > max) {
-    throw new FrondError('INVALID_ARGUMENT', `${field} must be an integer from 0 to ${max}`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new FrondError('INVALID_ARGUMENT', `${field} must be an integer from ${min} to ${max}`);
   }
   return n;
 }
@@ -79,6 +99,11 @@ function startField(body: Record<string, unknown>, step: number): bigint {
   return assertStart(start, step);
 }
 
+/** `step`, in the table's range; the message names the range that holds (1 to 2^31 − 1). */
+function stepField(body: Record<string, unknown>): number {
+  return assertStep(integerField(body, 'step', DEFAULT_TAG_STEP, 1, MAX_TABLE_STEP));
+}
+
 export function tagJson(row: TagRow) {
   return {
     tag: row.tag,
@@ -89,13 +114,15 @@ export function tagJson(row: TagRow) {
   };
 }
 
-/** `POST /v1/tags` with `{"tag", "step", "start"?, "description"?}`; the first ID is `start` (default 1). */
+/**
+ * `POST /v1/tags` with `{"tag", "step"?, "start"?, "description"?}`: the first ID is `start`
+ * (default 1), the step defaults to 1000 as in `frond tag add`.
+ */
 export async function addTag(store: TagAdmin, text: string): Promise<ReturnType<typeof tagJson>> {
   const body = parseObject(text, ['tag', 'step', 'start', 'description']);
   if (typeof body.tag !== 'string') throw new FrondError('INVALID_ARGUMENT', 'tag must be a string');
   const tag = assertValidTag(body.tag);
-  if (body.step === undefined) throw new FrondError('INVALID_ARGUMENT', 'step is required');
-  const step = assertStep(integerField(body, 'step', 0, Number.MAX_SAFE_INTEGER));
+  const step = stepField(body);
   const start = startField(body, step);
   const description = body.description ?? null;
   if (description !== null && (typeof description !== 'string' || description.length > 256)) {
@@ -116,7 +143,7 @@ export async function patchTag(
   const tag = assertValidTag(rawTag);
   const body = parseObject(text, ['step']);
   if (body.step === undefined) throw new FrondError('INVALID_ARGUMENT', 'step is required');
-  await store.setStep(tag, assertStep(integerField(body, 'step', 0, Number.MAX_SAFE_INTEGER)));
+  await store.setStep(tag, stepField(body));
   const row = await store.getTag(tag);
   if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
   return tagJson(row);

@@ -4,6 +4,7 @@ import type { SegmentAllocator } from '../core/segment-allocator.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
 import type { TagStore } from '../core/tag-admin.js';
 import type { AccessOptions } from './access.js';
+import { ClientAbortedError } from './admin.js';
 import { createIdHandlers } from './id-handlers.js';
 import { type LeafErrorKind, sendLeafError } from './leaf-errors.js';
 import { NO_OBSERVER, type RequestObserver } from './metrics.js';
@@ -42,7 +43,15 @@ export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 export function createApp(deps: AppDeps): Handler {
   const { segment, logger } = deps;
   const observer = deps.observer ?? NO_OBSERVER;
-  const reportError = (res: ServerResponse, error: unknown) => observer.error(sendError(res, error, logger));
+  const reportError = (res: ServerResponse, error: unknown) => {
+    // Nobody is left to answer, and the node did nothing wrong: no error log, no error count.
+    if (error instanceof ClientAbortedError) {
+      logger.log('debug', 'http.client_aborted', {});
+      res.destroy();
+      return;
+    }
+    observer.error(sendError(res, error, logger));
+  };
   const leafOptions = {
     logger,
     now: deps.now ?? (() => Date.now()),

@@ -2,12 +2,15 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { AggregatorRegistry } from 'prom-client';
 import { FrondError } from '../core/errors.js';
 import type { LogEvent, Logger } from '../core/logger.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { WORKER_FILE } from '../worker-ids/file/file-worker-id-source.js';
+import { type ClusterStatsSnapshot, mergeStats } from './cluster-stats.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { ServeConfig } from './serve.js';
+import type { StatsSnapshot } from './stats.js';
 
 /** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
 export const MAX_WORKERS = 64;
@@ -21,6 +24,171 @@ interface Assignment {
 }
 
 const ASK = { type: 'frond.assignment?' };
+
+/** What a process has to add up: its own metrics (prom-client's JSON) and stats. */
+export interface ClusterLocal {
+  metrics(): Promise<object[]>;
+  stats(): StatsSnapshot;
+}
+
+/**
+ * A worker's line to the others, through the primary: `/metrics` and `/v1/stats` answer for the
+ * whole node, whichever process takes the request, so they do not flap between processes.
+ */
+export interface ClusterLink {
+  readonly index: number;
+  /** Called once by `startServer` with this process's own numbers. */
+  provide(local: ClusterLocal): void;
+  /** Every process's metrics, added up by prom-client's cluster aggregator, as Prometheus text. */
+  metricsText(): Promise<string>;
+  stats(): Promise<ClusterStatsSnapshot>;
+}
+
+type Kind = 'metrics' | 'stats';
+/** worker → primary: add up `kind` for me. */
+interface AggregateAsk {
+  type: 'frond.aggregate?';
+  id: number;
+  kind: Kind;
+}
+/** primary → every worker: send me your `kind`; and the worker's answer. */
+interface Collect {
+  type: 'frond.collect';
+  id: number;
+  kind: Kind;
+}
+interface Collected {
+  type: 'frond.collected';
+  id: number;
+  data: unknown;
+}
+/** primary → the asking worker: the sum. */
+interface Aggregated {
+  type: 'frond.aggregated';
+  id: number;
+  data?: unknown;
+  error?: string;
+}
+
+/** How long the primary waits for the processes' numbers; a process that is slower is left out. */
+const COLLECT_TIMEOUT_MS = 1_000;
+
+/** The worker's side of `ClusterLink`. */
+function workerLink(worker: Worker, index: number): ClusterLink & { close(): void } {
+  let local: ClusterLocal | undefined;
+  let next = 0;
+  const waiting = new Map<number, { resolve: (data: unknown) => void; reject: (error: Error) => void }>();
+  const onMessage = (message: unknown) => {
+    const typed = message as { type?: string } | undefined;
+    if (typed?.type === 'frond.collect') {
+      const { id, kind } = message as Collect;
+      collectLocal(kind).then(
+        (data) =>
+          worker.isConnected() && worker.send({ type: 'frond.collected', id, data } satisfies Collected),
+        () =>
+          worker.isConnected() &&
+          worker.send({ type: 'frond.collected', id, data: null } satisfies Collected),
+      );
+    } else if (typed?.type === 'frond.aggregated') {
+      const answer = message as Aggregated;
+      const pending = waiting.get(answer.id);
+      waiting.delete(answer.id);
+      if (answer.error !== undefined) pending?.reject(new FrondError('INTERNAL', answer.error));
+      else pending?.resolve(answer.data);
+    }
+  };
+  worker.on('message', onMessage);
+
+  async function collectLocal(kind: Kind): Promise<unknown> {
+    if (local === undefined) return null;
+    if (kind === 'stats') return local.stats();
+    // The worker ID gauge is one per process: a `worker` label keeps them apart instead of a sum.
+    const metrics = (await local.metrics()) as { name: string; values: { labels: object }[] }[];
+    for (const metric of metrics) {
+      if (metric.name !== 'frond_snowflake_worker_id') continue;
+      for (const value of metric.values) value.labels = { ...value.labels, worker: String(index) };
+    }
+    return metrics;
+  }
+
+  const ask = (kind: Kind): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      // The primary answers within COLLECT_TIMEOUT_MS; this bound only covers a primary that is gone.
+      const timer = setTimeout(() => {
+        if (!waiting.delete(id)) return;
+        reject(new FrondError('SHUTTING_DOWN', 'the primary process did not answer'));
+      }, COLLECT_TIMEOUT_MS * 3);
+      timer.unref();
+      worker.send({ type: 'frond.aggregate?', id, kind } satisfies AggregateAsk);
+    });
+
+  return {
+    index,
+    provide(own) {
+      local = own;
+    },
+    async metricsText() {
+      return (await ask('metrics')) as string;
+    },
+    async stats() {
+      return (await ask('stats')) as ClusterStatsSnapshot;
+    },
+    close() {
+      worker.off('message', onMessage);
+    },
+  };
+}
+
+/**
+ * The primary's side: asks every worker for its numbers, waits up to COLLECT_TIMEOUT_MS, adds up
+ * what came and answers the asking worker.
+ */
+function aggregateFor(
+  workers: readonly Worker[],
+  asker: Worker,
+  ask: AggregateAsk,
+  nextId: () => number,
+): void {
+  const id = nextId();
+  const answers: unknown[] = [];
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    for (const worker of workers) worker.off('message', onMessage);
+    const present = answers.filter((data) => data !== null && data !== undefined);
+    const sum: Promise<unknown> =
+      ask.kind === 'stats'
+        ? Promise.resolve(mergeStats(present as StatsSnapshot[]))
+        : AggregatorRegistry.aggregate(present as object[]).metrics();
+    sum.then(
+      (data) => {
+        if (asker.isConnected())
+          asker.send({ type: 'frond.aggregated', id: ask.id, data } satisfies Aggregated);
+      },
+      (error: unknown) => {
+        if (asker.isConnected())
+          asker.send({ type: 'frond.aggregated', id: ask.id, error: String(error) } satisfies Aggregated);
+      },
+    );
+  };
+  const onMessage = (message: unknown) => {
+    const answer = message as Collected | undefined;
+    if (answer?.type !== 'frond.collected' || answer.id !== id) return;
+    answers.push(answer.data);
+    if (answers.length === live.length) finish();
+  };
+  const live = workers.filter((worker) => worker.isConnected());
+  const timer = setTimeout(finish, COLLECT_TIMEOUT_MS);
+  for (const worker of live) {
+    worker.on('message', onMessage);
+    worker.send({ type: 'frond.collect', id, kind: ask.kind } satisfies Collect);
+  }
+  if (live.length === 0) finish();
+}
 
 /** Worker i keeps its lock and worker-ID file in `<data-dir>/worker-<i>`; the store is shared. */
 export function workerDataDir(dataDir: string, index: number): string {
@@ -102,6 +270,7 @@ export async function runWorker(
 ): Promise<number> {
   const worker = cluster.worker;
   if (worker === undefined) throw new FrondError('INTERNAL', 'runWorker outside a cluster worker');
+  let link: ReturnType<typeof workerLink> | undefined;
   try {
     const assignment = await new Promise<Assignment>((resolve) => {
       const onMessage = (message: unknown) => {
@@ -112,13 +281,16 @@ export async function runWorker(
       worker.on('message', onMessage);
       worker.send(ASK);
     });
+    link = workerLink(worker, assignment.index);
     const own: ServeConfig = {
       ...config,
       dataDir: workerDataDir(config.dataDir, assignment.index),
       workerId: assignment.workerId,
+      cluster: link,
     };
     return await serve(own, workerLogger(logger, assignment.index));
   } finally {
+    link?.close();
     if (worker.isConnected()) worker.disconnect();
   }
 }
@@ -180,7 +352,12 @@ function supervise(config: ServeConfig, count: number, workerIds: number[], logg
     process.on('SIGTERM', onSigterm);
     process.on('SIGINT', onSigint);
 
+    let collections = 0;
     cluster.on('message', (worker, message: unknown) => {
+      if ((message as AggregateAsk | undefined)?.type === 'frond.aggregate?') {
+        aggregateFor([...workers.keys()], worker, message as AggregateAsk, () => collections++);
+        return;
+      }
       if ((message as typeof ASK | undefined)?.type !== ASK.type) return;
       const index = workers.get(worker);
       if (index === undefined) return;

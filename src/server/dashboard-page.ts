@@ -77,7 +77,7 @@ function draw(stats) {
   $('flakeRate').textContent = fmt.format(last.snowflake);
   $('tagCount').textContent = fmt.format(stats.tags.length);
   const flake = stats.snowflake;
-  $('workerId').textContent = flake ? flake.workerId : 'off';
+  $('workerId').textContent = flake ? (flake.workerIds || [flake.workerId]).join(', ') : 'off';
   $('clock').innerHTML = !flake ? '<span class="muted">–</span>'
     : flake.clockOffsetMs < 0 ? '<span class="bad">behind ' + fmt.format(-flake.clockOffsetMs) + ' ms</span>'
     : '<span class="ok">ok</span>' + (flake.backwardsEvents ? ' <small class="bad">(' + flake.backwardsEvents + ' steps back)</small>' : '');

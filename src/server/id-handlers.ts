@@ -22,6 +22,8 @@ export interface IdHandlerDeps {
   snowflake: SnowflakeService | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */
   epoch: number;
+  /** `/readyz`'s answer, which `/healthz` reports without acting on it. */
+  ops?: { readiness(): { ready: boolean } } | undefined;
 }
 
 /** The handlers behind the ID routes, Leaf's pages and `/healthz`; `route-table.ts` says where each answers. */
@@ -134,12 +136,24 @@ export function createIdHandlers(
       });
     },
 
+    // Liveness only: 200 while the process answers, whatever the store says (a restart would not
+    // bring a store back). Whether to send traffic is /readyz's answer, shown here as `ready`.
     health(_req, res) {
       sendJson(res, 200, {
         status: 'ok',
         version: FROND_VERSION,
-        segment: segment ? { store: segment.store.description, tags: segment.tags().length } : null,
-        snowflake: snowflake ? { workerId: snowflake.workerId, epoch: snowflake.epoch } : null,
+        checks: 'the process answers; send traffic by /readyz',
+        ready: deps.ops ? deps.ops.readiness().ready : null,
+        segment: segment
+          ? {
+              store: segment.store.description,
+              reachable: segment.storeReachable,
+              tags: segment.tags().length,
+            }
+          : null,
+        snowflake: snowflake
+          ? { workerId: snowflake.workerId, epoch: snowflake.epoch, available: snowflake.available }
+          : null,
       });
     },
   };

@@ -47,6 +47,8 @@ const OWN_STATUS: ReadonlySet<FrondErrorCode> = new Set([
   'MODE_DISABLED',
   'NOT_FOUND',
   'PAYLOAD_TOO_LARGE',
+  // HEAD on an ID route: Leaf answered it (and used up an ID it could not show); frond refuses it.
+  'METHOD_NOT_ALLOWED',
 ]);
 
 /** Spring Boot 1.5's error body, keys in its order. */
@@ -154,6 +156,8 @@ export function sendLeafError(
     'content-length': Buffer.byteLength(json),
   };
   if (isFrondError(error, 'RATE_LIMITED')) headers['retry-after'] = '1';
+  const allow = (error as { allow?: unknown } | undefined)?.allow;
+  if (isFrondError(error, 'METHOD_NOT_ALLOWED') && typeof allow === 'string') headers.allow = allow;
   res.writeHead(failure.status, headers);
   res.end(json);
   return code;

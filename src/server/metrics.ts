@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../core/errors.js';
 import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
@@ -28,6 +28,8 @@ export class Metrics implements RequestObserver, CoreObserver {
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
+    // process_* and nodejs_*: CPU, memory, open file descriptors (against ulimit -n), event-loop lag, GC.
+    collectDefaultMetrics({ register: this.registry });
     // prom-client's registry reads any object with its metric shape; see RequestHistogram for why.
     this.registry.registerMetric(this.requests as unknown as Parameters<Registry['registerMetric']>[0]);
     this.errors = new Counter({
@@ -55,14 +57,16 @@ export class Metrics implements RequestObserver, CoreObserver {
     });
     new Counter({
       name: 'frond_ids_issued_total',
-      help: 'IDs handed out, by mode and tag (snowflake: tag "")',
-      labelNames: ['mode', 'tag'],
+      help: 'IDs handed out: segment mode by tag, snowflake mode by worker ID (no tag label)',
+      labelNames: ['mode', 'tag', 'worker_id'],
       registers,
       collect() {
         this.reset();
         const snapshot = stats.snapshot();
         for (const tag of snapshot.tags) this.inc({ mode: 'segment', tag: tag.tag }, tag.issued);
-        if (snapshot.snowflake) this.inc({ mode: 'snowflake', tag: '' }, snapshot.snowflake.issued);
+        const snowflake = snapshot.snowflake;
+        if (snowflake)
+          this.inc({ mode: 'snowflake', worker_id: String(snowflake.workerId) }, snowflake.issued);
       },
     });
     new Counter({
@@ -82,12 +86,15 @@ export class Metrics implements RequestObserver, CoreObserver {
       name: string,
       help: string,
       read: (tag: ReturnType<StatsSampler['snapshot']>['tags'][number]) => number | null,
+      // How `--workers` adds up the processes' values (cluster.ts): sum unless said otherwise.
+      aggregator: 'sum' | 'min' | 'max' = 'sum',
     ) =>
       new Gauge({
         name,
         help,
         labelNames: ['tag'],
         registers,
+        aggregator,
         collect() {
           this.reset();
           for (const tag of stats.snapshot().tags) {
@@ -102,9 +109,15 @@ export class Metrics implements RequestObserver, CoreObserver {
       'frond_segment_runway_seconds',
       'Seconds the buffered IDs last at the current rate (absent when idle)',
       (t) => t.runwaySeconds,
+      'min',
     );
-    perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step);
-    perTag('frond_segment_next_ready', '1 when the next segment is loaded', (t) => (t.nextReady ? 1 : 0));
+    perTag('frond_segment_step', 'Current dynamic step of the tag', (t) => t.step, 'max');
+    perTag(
+      'frond_segment_next_ready',
+      '1 when the next segment is loaded',
+      (t) => (t.nextReady ? 1 : 0),
+      'min',
+    );
     // The usual build-info gauge: always 1, the version in its labels (join it onto other series).
     new Gauge({
       name: 'frond_build_info',
@@ -114,7 +127,8 @@ export class Metrics implements RequestObserver, CoreObserver {
     }).set({ version: FROND_VERSION, node: process.versions.node }, 1);
     new Gauge({
       name: 'frond_snowflake_worker_id',
-      help: 'Snowflake worker ID held by this node (absent when snowflake mode is off)',
+      help: 'Snowflake worker ID held by this node (absent when snowflake mode is off; with --workers, one per process, label worker)',
+      labelNames: ['worker'],
       registers,
       collect() {
         this.reset();

@@ -21,6 +21,8 @@ export interface OpsDeps {
   stats: StatsSampler;
   metrics: Metrics | undefined;
   readiness: () => Readiness;
+  /** In a `--workers` process: the whole node's metrics and stats (`cluster.ts`), not this process's. */
+  cluster?: { metricsText(): Promise<string>; stats(): Promise<unknown> } | undefined;
 }
 
 /**
@@ -53,7 +55,7 @@ export function createOpsHandlers(
     metrics(_req, res) {
       const metrics = deps.metrics;
       if (metrics === undefined) throw new FrondError('NOT_FOUND', 'metrics are off on this node');
-      metrics.text().then((text) => {
+      (deps.cluster ? deps.cluster.metricsText() : metrics.text()).then((text) => {
         res.writeHead(200, { 'content-type': metrics.contentType });
         res.end(text);
       }, fail(res));
@@ -64,7 +66,9 @@ export function createOpsHandlers(
     },
 
     stats(_req, res) {
-      sendJson(res, 200, deps.stats.snapshot());
+      const cluster = deps.cluster;
+      if (cluster === undefined) return sendJson(res, 200, deps.stats.snapshot());
+      cluster.stats().then((body) => sendJson(res, 200, body), fail(res));
     },
 
     readiness(_req, res) {

@@ -52,8 +52,13 @@ export function sendError(res: ServerResponse, error: unknown, logger: Logger): 
   const status = HTTP_STATUS[failure.code];
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };
   if (failure.retryable) headers['retry-after'] = '1';
-  if (failure.code === 'METHOD_NOT_ALLOWED') headers.allow = 'GET';
+  if (failure.code === 'METHOD_NOT_ALLOWED') headers.allow = (failure as { allow?: string }).allow ?? 'GET';
   res.writeHead(status, headers);
   res.end(JSON.stringify({ error: { code: failure.code, message: failure.message } }));
   return failure.code;
+}
+
+/** METHOD_NOT_ALLOWED with the methods the route answers, for the `Allow` header. */
+export function methodNotAllowed(message: string, allow: string): FrondError {
+  return Object.assign(new FrondError('METHOD_NOT_ALLOWED', message), { allow });
 }

@@ -27,13 +27,17 @@ export type RouteLabel =
 export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<RouteLabel>[] {
   const table: Route<RouteLabel>[] = [
     // Leaf's routes answer any method, as Spring MVC did; frond's own answer GET only.
-    // Their failures are Leaf's too: Spring Boot's error JSON (leaf-errors.ts).
+    // Their failures are Leaf's too: Spring Boot's error JSON (leaf-errors.ts). HEAD and OPTIONS on
+    // the two ID routes never reach the handler, so they use up no ID. Like Spring, they ignore
+    // query parameters they do not take (a Leaf client's cache-buster must not break).
     {
       path: '/api/segment/get/{tag}',
       label: 'leaf_segment',
       access: 'id',
       methods: { any: id.leafSegment },
       leafErrors: 'segment',
+      issuesIds: true,
+      query: 'any',
     },
     {
       path: '/api/snowflake/get/{key}',
@@ -41,6 +45,8 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       access: 'id',
       methods: { any: id.leafSnowflake },
       leafErrors: 'snowflake',
+      issuesIds: true,
+      query: 'any',
     },
     {
       path: '/decodeSnowflakeId',
@@ -48,13 +54,40 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       access: 'open',
       methods: { any: id.leafDecode },
       leafErrors: 'page',
+      query: 'any',
     },
-    { path: '/cache', label: 'cache', access: 'open', methods: { any: id.cache }, leafErrors: 'page' },
-    { path: '/db', label: 'db', access: 'open', methods: { any: id.db }, leafErrors: 'page' },
-    { path: '/v1/segment/{tag}', label: 'v1_segment', access: 'id', methods: { GET: id.v1Segment } },
-    { path: '/v1/snowflake', label: 'v1_snowflake', access: 'id', methods: { GET: id.v1Snowflake } },
+    {
+      path: '/cache',
+      label: 'cache',
+      access: 'open',
+      methods: { any: id.cache },
+      leafErrors: 'page',
+      query: 'any',
+    },
+    { path: '/db', label: 'db', access: 'open', methods: { any: id.db }, leafErrors: 'page', query: 'any' },
+    {
+      path: '/v1/segment/{tag}',
+      label: 'v1_segment',
+      access: 'id',
+      methods: { GET: id.v1Segment },
+      query: ['count'],
+    },
+    {
+      path: '/v1/snowflake',
+      label: 'v1_snowflake',
+      access: 'id',
+      methods: { GET: id.v1Snowflake },
+      query: ['count'],
+    },
     { path: '/v1/snowflake/decode/{id}', label: 'decode', access: 'open', methods: { GET: id.v1Decode } },
-    { path: '/healthz', label: 'healthz', access: 'open', methods: { GET: id.health } },
+    // A health checker is never told 429: --rate-limit leaves /healthz and /readyz alone.
+    {
+      path: '/healthz',
+      label: 'healthz',
+      access: 'open',
+      methods: { GET: id.health, HEAD: id.health },
+      rateLimited: false,
+    },
   ];
   if (ops === undefined) return table;
   return [
@@ -72,6 +105,7 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       label: 'readyz',
       access: 'open',
       methods: { GET: ops.readiness, HEAD: ops.readiness },
+      rateLimited: false,
     },
     { path: '/v1/tags', label: 'admin', access: 'admin', methods: { GET: ops.listTags, POST: ops.addTag } },
     {

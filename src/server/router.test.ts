@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { isFrondError } from '../core/errors.js';
 import type { IdHandlers } from './id-handlers.js';
 import type { OpsHandlers } from './ops-handlers.js';
+import type { RateLimiter } from './rate-limit.js';
 import { routeTable } from './route-table.js';
 import { createRouter, type Route, type RouteHandler } from './router.js';
 
@@ -14,6 +15,8 @@ interface Seen {
   error?: string;
   /** Set when the failure was answered as Leaf's server would (a Leaf route). */
   leaf?: string;
+  /** What the router answered by itself (OPTIONS). */
+  status?: number;
 }
 
 function request(method: string, url: string, authorization?: string): IncomingMessage {
@@ -45,7 +48,13 @@ function recorder(table: (name: (handler: string) => RouteHandler) => Route[], t
   });
   return (method: string, url: string, authorization?: string) => {
     seen = {};
-    const label = route(request(method, url, authorization), {} as ServerResponse);
+    const res = {
+      writeHead: (status: number) => {
+        seen.status = status;
+      },
+      end: () => {},
+    };
+    const label = route(request(method, url, authorization), res as unknown as ServerResponse);
     return { label, ...seen };
   };
 }
@@ -81,11 +90,11 @@ describe('the router', () => {
   );
 
   it('hands the rest of the path after a {name} and the query to the handler', () => {
-    assert.deepEqual(call('GET', '/api/segment/get/order/?x=1'), {
+    assert.deepEqual(call('GET', '/api/segment/get/order/?token=t'), {
       label: 'leaf_segment',
       handler: 'leafSegment',
       param: 'order/',
-      query: 'x=1',
+      query: 'token=t',
     });
     assert.deepEqual(call('GET', '/healthz'), { label: 'healthz', handler: 'health', param: '', query: '' });
   });
@@ -116,7 +125,8 @@ describe('the router', () => {
   it("answers any method on Leaf's routes, GET (and HEAD on operator pages) on frond's own", () => {
     assert.equal(call('PUT', '/cache').handler, 'cache');
     assert.equal(call('HEAD', '/readyz').handler, 'readiness');
-    assert.equal(call('HEAD', '/healthz').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('HEAD', '/healthz').handler, 'health');
+    assert.equal(call('HEAD', '/v1/stats').handler, 'stats');
     assert.equal(call('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
     assert.equal(call('POST', '/nope').error, 'METHOD_NOT_ALLOWED');
     assert.equal(call('GET', '/nope').error, 'NOT_FOUND');
@@ -146,6 +156,52 @@ describe('the router', () => {
     assert.equal(guarded('GET', '/api/segment/get/a').leaf, 'segment');
     assert.equal(guarded('GET', '/api/snowflake/get/a').leaf, 'snowflake');
     assert.equal(guarded('GET', '/v1/segment/a').leaf, undefined);
+  });
+
+  it('never hands HEAD or OPTIONS to a handler that issues IDs', () => {
+    for (const path of ['/api/segment/get/a', '/api/snowflake/get/a']) {
+      assert.equal(call('HEAD', path).error, 'METHOD_NOT_ALLOWED', path);
+      assert.deepEqual(call('OPTIONS', path), {
+        label: path.includes('segment') ? 'leaf_segment' : 'leaf_snowflake',
+        status: 204,
+      });
+      assert.equal(call('DELETE', path).handler?.startsWith('leaf'), true, path);
+    }
+    // Leaf's pages issue nothing: HEAD reaches them as any method does.
+    assert.equal(call('HEAD', '/cache').handler, 'cache');
+  });
+
+  it('refuses a query parameter the route does not take, on every route', () => {
+    assert.equal(call('GET', '/v1/segment/a?count=2').handler, 'v1Segment');
+    assert.equal(call('GET', '/v1/segment/a?cnt=2').error, 'INVALID_ARGUMENT');
+    assert.equal(call('GET', '/v1/snowflake?count=2&token=x').handler, 'v1Snowflake');
+    // Leaf's routes let any parameter through, as Spring did: a Leaf client's cache-buster works.
+    assert.equal(call('GET', '/api/segment/get/a?cachebuster=1').handler, 'leafSegment');
+    assert.equal(call('GET', '/decodeSnowflakeId?snowflakeId=1&x=2').handler, 'leafDecode');
+    assert.equal(call('GET', '/healthz?probe=1').error, 'INVALID_ARGUMENT');
+    assert.equal(call('GET', '/metrics?').handler, 'metrics');
+  });
+
+  it('leaves /healthz and /readyz out of --rate-limit', () => {
+    let taken = 0;
+    const limited = createRouter(
+      routeTable(
+        everyHandler<IdHandlers>(() => () => {}, ID_KEYS),
+        everyHandler<OpsHandlers>(() => () => {}, OPS_KEYS),
+      ),
+      'other',
+      {
+        access: { tokens: [], adminToken: undefined },
+        rateLimiter: { take: () => void taken++ } as unknown as RateLimiter,
+        reportError: () => {},
+        reportLeafError: () => {},
+      },
+    );
+    for (const url of ['/healthz', '/readyz', '/healthz']) limited(request('GET', url), {} as ServerResponse);
+    assert.equal(taken, 0);
+    limited(request('GET', '/v1/snowflake'), {} as ServerResponse);
+    limited(request('GET', '/nope'), {} as ServerResponse);
+    assert.equal(taken, 2);
   });
 
   it('refuses a path with a {name} anywhere but at its end', () => {

@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { createServer as createTlsServer } from 'node:https';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Clock, systemClock } from '../core/clock.js';
-import { FrondError } from '../core/errors.js';
 import type { Logger, LogLevel } from '../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
@@ -13,7 +10,15 @@ import type { OpenedStore } from '../stores/store-backend.js';
 import { openStore } from '../stores/store-registry.js';
 import { type CoordinatorConfig, openWorkerIdSource } from '../worker-ids/worker-id-registry.js';
 import { createApp } from './app.js';
+import type { ClusterLink } from './cluster.js';
 import { lockDataDir } from './data-dir-lock.js';
+import {
+  createHttpServer,
+  defaultMaxConnections,
+  descriptorLimit,
+  RESERVED_DESCRIPTORS,
+  readTls,
+} from './http-server.js';
 import { Metrics } from './metrics.js';
 import type { Readiness } from './ops-handlers.js';
 import { RateLimiter } from './rate-limit.js';
@@ -58,6 +63,12 @@ export interface ServeConfig {
   tls: { cert: string; key: string } | undefined;
   /** Requests per second per client address; 0: no limit. */
   rateLimit: number;
+  /** ms a request may take to arrive; then 408. */
+  requestTimeoutMs: number;
+  /** Connections held at once; undefined: the descriptor limit less `RESERVED_DESCRIPTORS`. */
+  maxConnections: number | undefined;
+  /** Set in a `--workers` process: metrics and stats are answered for all the processes. */
+  cluster?: ClusterLink | undefined;
 }
 
 export interface RunningServer {
@@ -75,6 +86,10 @@ export async function startServer(
   const tls = config.tls && readTls(config.tls);
   const stats = new StatsSampler(clock);
   const metrics = new Metrics(stats);
+  config.cluster?.provide({
+    metrics: () => metrics.registry.getMetricsAsJSON(),
+    stats: () => stats.snapshot(),
+  });
   const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
@@ -142,16 +157,22 @@ export async function startServer(
       access: { tokens: config.tokens, adminToken: config.adminToken },
       rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
       observer: metrics,
-      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats) },
+      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats), cluster: config.cluster },
     });
-    const server = tls ? createTlsServer(tls, handler) : createServer(handler);
-    // A client that trickles a request cannot hold a connection for Node's default 300 s.
-    server.requestTimeout = 30_000;
-    server.on('clientError', (error, socket) => {
-      // A malformed request gets a 400 instead of a silent reset; nothing reaches the process.
-      if (socket.writable)
-        socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      logger.log('debug', 'http.client_error', { error: error.message });
+    const limit = descriptorLimit();
+    const maxConnections = config.maxConnections ?? defaultMaxConnections(limit);
+    if (limit !== undefined && maxConnections > limit - RESERVED_DESCRIPTORS) {
+      logger.log('warn', 'http.connections_above_limit', {
+        maxConnections,
+        descriptorLimit: limit,
+        message: `--max-connections ${maxConnections} leaves fewer than ${RESERVED_DESCRIPTORS} of ${limit} file descriptors (ulimit -n) for the store and the worker-ID record; raise the limit or lower --max-connections`,
+      });
+    }
+    const server = createHttpServer(handler, {
+      tls,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxConnections,
+      logger,
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -166,6 +187,8 @@ export async function startServer(
       url,
       segment: store?.description ?? 'off',
       snowflakeWorkerId: snowflake?.workerId ?? 'off',
+      maxConnections,
+      descriptorLimit: limit ?? 'unknown',
     });
     let closing: Promise<void> | undefined;
     return {
@@ -184,17 +207,6 @@ export async function startServer(
     await cleanup();
     throw error;
   }
-}
-
-function readTls(paths: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
-  const read = (flag: string, path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      throw new FrondError('INVALID_CONFIG', `${flag} ${path}: ${(error as Error).message}`);
-    }
-  };
-  return { cert: read('--tls-cert', paths.cert), key: read('--tls-key', paths.key) };
 }
 
 /**

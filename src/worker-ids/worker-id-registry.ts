@@ -118,7 +118,8 @@ export function openWorkerIdSource(
   config: CoordinatorConfig | undefined,
   context: WorkerSourceContext,
 ): WorkerIdSource {
-  if (config === undefined) return new FileWorkerIdSource(context.dataDir, { workerId: context.workerId });
+  if (config === undefined)
+    return new FileWorkerIdSource(context.dataDir, { workerId: context.workerId, logger: context.logger });
   const host = config.advertiseHost ?? detectIpv4();
   if (host === undefined)
     throw new FrondError(

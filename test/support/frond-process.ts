@@ -31,9 +31,15 @@ export interface FrondProcess {
  */
 export function startFrond(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; bin?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; bin?: string; descriptorLimit?: number } = {},
 ): Promise<FrondProcess> {
-  const child = spawn(process.execPath, [options.bin ?? FROND_BIN, 'serve', ...args], {
+  const node = [process.execPath, options.bin ?? FROND_BIN, 'serve', ...args];
+  // `ulimit -n N` in a shell that then becomes the node (exec), so signals reach frond itself.
+  const [command, ...commandArgs] =
+    options.descriptorLimit === undefined
+      ? node
+      : ['bash', '-c', `ulimit -n ${options.descriptorLimit} && exec "$0" "$@"`, ...node];
+  const child = spawn(command as string, commandArgs, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env },
   });

@@ -1,9 +1,10 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
-import { readJsonFile, writeJsonAtomically } from '../json-file.js';
+import { readJsonFile, removeTemporaries, reserveDescriptor, writeJsonAtomically } from '../json-file.js';
 
 export const WORKER_FILE = 'snowflake-worker.json';
 
@@ -17,6 +18,10 @@ export interface FileWorkerIdSourceOptions {
   /** A fixed worker ID (`--worker-id`); without one, the file's, or a random one kept in the file. */
   workerId?: number | undefined;
   random?: () => number;
+  /** Told when a random worker ID is drawn, as a warning when the data dir shows an earlier run. */
+  logger?: Logger | undefined;
+  /** ms since 1970 at which this process started; files older than this are an earlier run's. */
+  processStartedAt?: number;
 }
 
 /**
@@ -44,12 +49,16 @@ export class FileWorkerIdSource implements WorkerIdSource {
 
   async acquire(): Promise<WorkerLease> {
     await mkdir(this.dir, { recursive: true });
+    await removeTemporaries(this.path);
+    // From here on one descriptor is kept for the record: too many connections cannot stop it.
+    reserveDescriptor();
     const stored = await this.read();
     const configured = this.options.workerId;
     const random = this.options.random ?? Math.random;
     this.workerId = assertWorkerId(
       configured ?? stored?.workerId ?? Math.floor(random() * (MAX_WORKER_ID + 1)),
     );
+    if (configured === undefined && stored === undefined) await this.reportNewWorkerId();
     // The stored time is kept even when --worker-id changes: waiting for it is cheap, a repeat is not.
     const lastTimestamp = stored?.lastTimestamp ?? 0;
     this.held = lastTimestamp;
@@ -63,6 +72,33 @@ export class FileWorkerIdSource implements WorkerIdSource {
 
   release(lastTimestamp: number): Promise<void> {
     return this.write(lastTimestamp);
+  }
+
+  /**
+   * A new random worker ID is expected on a node's first start; in a data dir with files of an
+   * earlier run it means the worker file was lost (deleted, or a disk restored without it), so the
+   * node no longer has its old worker ID or its last timestamp: a warning an operator must see.
+   */
+  private async reportNewWorkerId(): Promise<void> {
+    const logger = this.options.logger;
+    if (logger === undefined) return;
+    const startedAt = this.options.processStartedAt ?? Date.now() - process.uptime() * 1000;
+    const earlier: string[] = [];
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      if (name === 'frond.pid') continue;
+      const info = await stat(join(this.dir, name)).catch(() => undefined);
+      if (info !== undefined && info.mtimeMs < startedAt) earlier.push(name);
+    }
+    if (earlier.length === 0) {
+      logger.log('info', 'snowflake.worker_id_drawn', { workerId: this.workerId, file: this.path });
+      return;
+    }
+    logger.log('warn', 'snowflake.worker_file_missing', {
+      workerId: this.workerId,
+      file: this.path,
+      earlierFiles: earlier.slice(0, 10),
+      message: `no ${WORKER_FILE} in a data dir used before: took the new random worker ID ${this.workerId}; if the file was lost, IDs may repeat another node's that holds this worker ID`,
+    });
   }
 
   private async read(): Promise<WorkerFile | undefined> {

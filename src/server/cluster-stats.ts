@@ -1,0 +1,86 @@
+import type { RatePoint, StatsSnapshot, TagStats } from './stats.js';
+
+/** `/v1/stats` of a `--workers N` node: every process's numbers added up, as one node's. */
+export interface ClusterStatsSnapshot extends StatsSnapshot {
+  /** How many processes answered (of the node's `--workers`). */
+  processes: number;
+  snowflake:
+    | (NonNullable<StatsSnapshot['snowflake']> & {
+        /** Every process's worker ID; `workerId` is the first. */
+        workerIds: number[];
+      })
+    | null;
+}
+
+/**
+ * Adds up the snapshots of the processes of one node. Counts, IDs left and rates add up; runway is
+ * recomputed from them; a tag's next segment is ready only when it is in every process; its step
+ * is the largest; its last error the latest. History points are aligned from the newest (each
+ * process samples once a second). The clock offset is the smallest, the worst of them.
+ */
+export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSnapshot {
+  const byTag = new Map<string, TagStats>();
+  for (const snapshot of snapshots) {
+    for (const tag of snapshot.tags) {
+      const seen = byTag.get(tag.tag);
+      byTag.set(tag.tag, seen === undefined ? { ...tag } : addTag(seen, tag));
+    }
+  }
+  const tags = [...byTag.values()]
+    .map((tag) => ({ ...tag, runwaySeconds: tag.rate > 0 ? tag.left / tag.rate : null }))
+    .sort((a, b) => (a.tag < b.tag ? -1 : 1));
+  const length = Math.max(0, ...snapshots.map((snapshot) => snapshot.history.length));
+  const history: RatePoint[] = Array.from({ length }, () => ({ at: 0, segment: 0, snowflake: 0 }));
+  for (const snapshot of snapshots) {
+    const offset = length - snapshot.history.length;
+    snapshot.history.forEach((point, i) => {
+      const sum = history[offset + i] as RatePoint;
+      sum.at = Math.max(sum.at, point.at);
+      sum.segment += point.segment;
+      sum.snowflake += point.snowflake;
+    });
+  }
+  const flakes = snapshots.flatMap((snapshot) => (snapshot.snowflake ? [snapshot.snowflake] : []));
+  const first = flakes[0];
+  return {
+    at: Math.max(0, ...snapshots.map((snapshot) => snapshot.at)),
+    tags,
+    history,
+    snowflake:
+      first === undefined
+        ? null
+        : {
+            workerId: first.workerId,
+            workerIds: flakes.map((flake) => flake.workerId),
+            issued: flakes.reduce((sum, flake) => sum + flake.issued, 0),
+            backwardsEvents: flakes.reduce((sum, flake) => sum + flake.backwardsEvents, 0),
+            lastTimestamp: Math.max(...flakes.map((flake) => flake.lastTimestamp)),
+            clockOffsetMs: Math.min(...flakes.map((flake) => flake.clockOffsetMs)),
+          },
+    processes: snapshots.length,
+  };
+}
+
+function addTag(a: TagStats, b: TagStats): TagStats {
+  const latestError =
+    a.lastError === undefined
+      ? b.lastError
+      : b.lastError && b.lastError.at > a.lastError.at
+        ? b.lastError
+        : a.lastError;
+  return {
+    ...a,
+    initialized: a.initialized || b.initialized,
+    nextReady: a.nextReady && b.nextReady,
+    loading: a.loading || b.loading,
+    step: Math.max(a.step, b.step),
+    loads: a.loads + b.loads,
+    lastLoadAt: Math.max(a.lastLoadAt, b.lastLoadAt),
+    issued: a.issued + b.issued,
+    loadFailures: a.loadFailures + b.loadFailures,
+    lastLoadMs: Math.max(a.lastLoadMs, b.lastLoadMs),
+    lastError: latestError,
+    left: a.left + b.left,
+    rate: a.rate + b.rate,
+  };
+}
