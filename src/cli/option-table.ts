@@ -56,6 +56,8 @@ export const SERVE_OPTIONS = [
     name: 'host',
     flag: 'host',
     default: '127.0.0.1',
+    describedDefault: '`127.0.0.1`; with `--leaf-config`, `0.0.0.0` as Leaf (logged)',
+    leafKey: 'server.address',
     placeholder: 'HOST',
     help: 'address to listen on (`0.0.0.0` for all)',
   }),
@@ -86,7 +88,7 @@ export const SERVE_OPTIONS = [
     default: undefined,
     leafKey: 'leaf.snowflake.zk.address',
     placeholder: 'HOST:PORT[,…]',
-    help: 'ZooKeeper `host:port[,host:port…]` for worker IDs',
+    help: 'ZooKeeper `host:port[,host:port…][/chroot]` for worker IDs',
   }),
   string({
     name: 'etcd',
@@ -102,7 +104,7 @@ export const SERVE_OPTIONS = [
     describedDefault: 'none (required with `--zk`/`--etcd`)',
     leafKey: 'leaf.name',
     placeholder: 'NAME',
-    help: 'paths live under `/snowflake/NAME/` (no `-`)',
+    help: 'paths live under `/snowflake/NAME/`',
   }),
   string({
     name: 'advertise',

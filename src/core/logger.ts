@@ -11,6 +11,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export type LogEvent =
   // A node's life (src/cli, src/server).
   | 'listening'
+  | 'config.warning'
   | 'stopped'
   | 'shutdown'
   | 'shutdown_failed'

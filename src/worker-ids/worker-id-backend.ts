@@ -58,7 +58,8 @@ export interface CoordinatorBackend {
   readonly flag: string;
   /** What the endpoint list looks like, for messages: `host:port[,host:port…]`. */
   readonly endpointsUsage: string;
-  isEndpoint(endpoint: string): boolean;
+  /** `last`: the list's last endpoint (ZooKeeper's chroot, `host:port/path`, may follow only it). */
+  isEndpoint(endpoint: string, last: boolean): boolean;
   /** Whether it also offers Leaf's persistent layout (identity = ip:port); if not, always lease mode. */
   readonly leafLayout: boolean;
   open(config: CoordinatorConfig, identity: NodeIdentity, context: WorkerSourceContext): WorkerIdSource;

@@ -8,6 +8,7 @@ import { type ClockReport, clockSkew } from './clock-skew.js';
 import { type WorkerCache, WorkerCacheFile } from './worker-cache-file.js';
 import {
   CreateMode,
+  isZooKeeperError,
   statLong,
   ZooKeeperClient,
   ZooKeeperError,
@@ -31,7 +32,7 @@ const SESSION_TIMEOUT_MS = 6_000;
 export interface LeafZooKeeperOptions {
   /** `host:port[,host:port…]`. */
   connect: string;
-  /** Leaf's `leaf.name`; no `-` (Leaf splits node names at `-`). */
+  /** Leaf's `leaf.name`. */
   name: string;
   /** The identity `host:port`: the first non-internal IPv4 and the HTTP port, or `--advertise`. */
   host: string;
@@ -174,7 +175,18 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   private async register(client: ZooKeeperClient) {
     const { clock, host, port } = this.options;
     const forever = this.paths.forever;
-    await client.mkdirp(forever);
+    try {
+      await client.mkdirp(forever);
+    } catch (error) {
+      // ZooKeeper does not create a chroot; neither does Curator, so Leaf needs it made too.
+      const chroot = /\/.*$/.exec(this.options.connect)?.[0];
+      if (chroot === undefined || !isZooKeeperError(error, 'NO_NODE')) throw error;
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `ZooKeeper has no ${chroot}, the chroot of ${this.options.connect}: create it (zkCli.sh create ${chroot}) and start again`,
+        { cause: error },
+      );
+    }
     const listed = await client.getChildren(forever);
     let children = listed.children;
     let own = lowestOf(children, this.identity);
