@@ -7,6 +7,7 @@ import { MAX_TABLE_STEP } from '../core/tag.js';
 import { MAX_WORKERS } from '../server/cluster.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
+  DEFAULT_LEAF_TMPDIR,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_MAX_CLOCK_SKEW_MS,
 } from '../worker-ids/worker-id-registry.js';
@@ -123,6 +124,14 @@ export const SERVE_OPTIONS = [
     describedDefault: 'the HTTP port',
     leafKey: 'leaf.snowflake.port',
     help: 'only the port of that identity',
+  }),
+  string({
+    name: 'leafTmpdir',
+    flag: 'leaf-tmpdir',
+    default: DEFAULT_LEAF_TMPDIR,
+    describedDefault: "`/tmp` (Java's `java.io.tmpdir` on Linux)",
+    placeholder: 'DIR',
+    help: "Leaf layout: Leaf's own worker cache `DIR/NAME/leafconf/PORT/workerID.properties` is read and kept written, for cutting over from Leaf and rolling back to it; `none`: neither",
   }),
   boolean({
     name: 'workerLease',

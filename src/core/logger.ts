@@ -44,6 +44,8 @@ export type LogEvent =
   | 'worker.claim_waiting'
   | 'worker.clock_compared'
   | 'worker.heartbeat_failed'
+  | 'worker.holder_check'
+  | 'worker.leaf_cache_failed'
   | 'worker.lease_lost'
   | 'worker.lease_regained'
   | 'worker.reclaim_failed'

@@ -21,6 +21,8 @@ export interface CoordinatorConfig {
   coordinatorTimeoutMs: number;
   /** Leaf mode: refuse to start with a clock further than this from the other live nodes'; 0: off. */
   clockMaxSkewMs: number;
+  /** Leaf layout: Leaf's `java.io.tmpdir`, for its worker cache file; undefined: not used. */
+  leafTmpdir?: string | undefined;
 }
 
 /** What every source is opened with besides its own configuration. */

@@ -25,6 +25,8 @@ export interface CoordinatorFlags {
   workerLeaseTtlMs: number;
   coordinatorTimeoutMs: number;
   clockMaxSkewMs: number;
+  /** Leaf's `java.io.tmpdir` (`none`: Leaf's cache file is neither read nor written). */
+  leafTmpdir?: string;
   workerId: number | undefined;
   /** The HTTP port: the identity's port unless advertised. */
   port: number;
@@ -33,6 +35,8 @@ export interface CoordinatorFlags {
 export const DEFAULT_LEASE_TTL_MS = 6_000;
 export const DEFAULT_COORDINATOR_TIMEOUT_MS = 3_000;
 export const DEFAULT_MAX_CLOCK_SKEW_MS = 5_000;
+/** Java's `java.io.tmpdir` on Linux and macOS servers, where Leaf keeps its worker cache. */
+export const DEFAULT_LEAF_TMPDIR = '/tmp';
 
 function usage(message: string): FrondError {
   return new FrondError('INVALID_ARGUMENT', message);
@@ -101,6 +105,7 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
     workerLeaseTtlMs: flags.workerLeaseTtlMs,
     coordinatorTimeoutMs: flags.coordinatorTimeoutMs,
     clockMaxSkewMs: flags.clockMaxSkewMs,
+    leafTmpdir: flags.leafTmpdir === 'none' ? undefined : (flags.leafTmpdir ?? DEFAULT_LEAF_TMPDIR),
   };
 }
 

@@ -28,6 +28,7 @@ export const zookeeperBackend: CoordinatorBackend = {
         dataDir: context.dataDir,
         timeoutMs: config.coordinatorTimeoutMs,
         maxClockSkewMs: config.clockMaxSkewMs,
+        leafTmpdir: config.leafTmpdir,
         unreportedMarginMs: LEAF_REPORT_EVERY_MS + context.recordAheadMs,
         clock,
         logger,
