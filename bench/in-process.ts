@@ -98,17 +98,21 @@ async function frondSegment(): Promise<{ cases: Case[]; close: () => Promise<voi
   const store = new SqliteSegmentStore(join(tempDir('frond-bench-'), 'frond.db'));
   // A big step (10 M), as a busy tag reaches with Leaf's doubling; each load is one SQLite transaction.
   const step = 10_000_000;
+  // Two tags: one whose IDs are numbers (below 2^53), one whose IDs are bigints (above 2^62).
+  const high = 2n ** 62n + 1n;
   await store.addTag({ tag: 'bench', step, start: 1n });
+  await store.addTag({ tag: 'bench-high', step, start: high });
   const allocator = new SegmentAllocator(store, systemClock, silentLogger, {
     ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
     stepRules: { ...LEAF_STEP_RULES, maxStep: step },
   });
   await allocator.start();
   await allocator.next('bench');
+  await allocator.next('bench-high');
   const segment: Case = {
     name: 'frond segment (`SegmentAllocator.tryNext`, SQLite, step 10 M)',
     snowflakeLimit: false,
-    note: 'number; 53-bit',
+    note: 'number; a tag below 2^53',
     errors: 0,
     batch(n) {
       for (let k = 0; k < n; k++) {
@@ -118,10 +122,27 @@ async function frondSegment(): Promise<{ cases: Case[]; close: () => Promise<voi
       }
       return n;
     },
-    sample: (n) => sampleOf(n, () => allocator.tryNext('bench'), new Float64Array(n), putNumber),
+    sample: (n) =>
+      sampleOf(n, () => allocator.tryNext('bench') as number | undefined, new Float64Array(n), putNumber),
+  };
+  const above: Case = {
+    name: 'frond segment above 2^62 (`SegmentAllocator.tryNext`, SQLite, step 10 M)',
+    snowflakeLimit: false,
+    note: 'bigint; a tag whose max_id is above 2^62 (one bigint per ID)',
+    errors: 0,
+    batch(n) {
+      for (let k = 0; k < n; k++) {
+        const id = allocator.tryNext('bench-high');
+        if (id === undefined) return k;
+        sink.value = id;
+      }
+      return n;
+    },
+    sample: (n) =>
+      sampleOf(n, () => allocator.tryNext('bench-high') as bigint | undefined, new BigInt64Array(n), putBig),
   };
   return {
-    cases: [segment],
+    cases: [segment, above],
     async close() {
       allocator.close();
       await store.close();

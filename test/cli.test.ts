@@ -77,7 +77,12 @@ describe('frond CLI', () => {
       [['serve', '--store', 'oracle://x', '--data-dir', dataDir], /unsupported --store/],
       [['serve', '--no-segment', '--no-snowflake'], /leave nothing to serve/],
       [['serve', '--log-level', 'loud'], /--log-level/],
-      [['tag', 'add', 'bad tag', '--data-dir', dataDir], /invalid tag "bad tag"/],
+      [['tag', 'add', 'bad\ttag', '--data-dir', dataDir], /invalid tag "bad\\ttag"/],
+      [['tag', 'add', 'ok', '--start', '1e3', '--data-dir', dataDir], /--start "1e3" is not an integer/],
+      [
+        ['tag', 'add', 'ok', '--start', '9223372036854775800', '--data-dir', dataDir],
+        /invalid start 9223372036854775800/,
+      ],
       [['tag', 'add', 'ok', '--step', '0', '--data-dir', dataDir], /--step "0" is invalid/],
       [['tag', 'add'], /needs <tag>/],
       [['tag', 'frobnicate'], /needs add, list or set-step/],

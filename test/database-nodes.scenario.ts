@@ -350,11 +350,15 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
 
         proxy.cut();
         const cutAt = performance.now();
-        const cold = await httpGet(`${node.url}/api/segment/get/cold`);
+        const cold = await httpGet(`${node.url}/v1/segment/cold`);
         const coldMs = performance.now() - cutAt;
         assert.equal(cold.status, 503);
         assert.match(cold.body, /"code":"SEGMENT_UNAVAILABLE"/);
         assert.ok(coldMs < WAIT_MS + 1_000, `a tag with nothing buffered took ${coldMs} ms to answer`);
+        // Leaf's endpoint answers it as Leaf did: both segments not ready (SegmentIDGenImpl), -3.
+        const leafCold = await httpGet(`${node.url}/api/segment/get/cold`);
+        assert.equal(leafCold.status, 500);
+        assert.match(leafCold.body, /"message":"Result\{id=-3, status=EXCEPTION\}"/);
 
         // 10 IDs every 20 ms (500 IDs/s), until the buffered 400 + 500 run out; bounded to 10 s.
         let outageIds = 0;
@@ -377,7 +381,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         // A database that hangs instead of refusing: the request still ends, after --segment-wait-ms.
         proxy.blackhole();
         const hungAt = performance.now();
-        const hung = await httpGet(`${node.url}/api/segment/get/hung`);
+        const hung = await httpGet(`${node.url}/v1/segment/hung`);
         const hungMs = performance.now() - hungAt;
         assert.equal(hung.status, 503);
         assert.ok(

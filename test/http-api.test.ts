@@ -68,17 +68,27 @@ describe('HTTP API (real server, SQLite store)', () => {
     assert.equal((await call(base, `/api/segment/get/${tag}/`, 'POST')).body, '1001');
   });
 
-  it('answers 404 TAG_NOT_FOUND for a tag without a row, and 400 INVALID_TAG for a bad name', async () => {
-    const missing = await call(base, `/api/segment/get/${randomTag()}`);
+  it('answers 404 TAG_NOT_FOUND for a tag without a row, and 400 INVALID_TAG only for what cannot be a tag', async () => {
+    const missing = await call(base, `/v1/segment/${randomTag()}`);
     assert.equal(missing.status, 404);
     assert.equal(errorOf(missing).code, 'TAG_NOT_FOUND');
-    for (const bad of ['a%20b', 'x'.repeat(129), 'a/b', '%00', 'caf%C3%A9']) {
-      const reply = await call(base, `/api/segment/get/${bad}`);
+    // Any name a varchar(128) holds is a tag: these have no row, so they are 404, not 400.
+    for (const name of ['a%20b', 'caf%C3%A9', 'a/b', 'order@v2', 'a~b', 'a,b']) {
+      const reply = await call(base, `/v1/segment/${name}`);
+      assert.equal(reply.status, 404, name);
+      assert.equal(errorOf(reply).code, 'TAG_NOT_FOUND');
+    }
+    for (const bad of ['x'.repeat(129), '%00', 'a%09b', '%ZZ', '%C3%28', '%E8%AE']) {
+      const reply = await call(base, `/v1/segment/${bad}`);
       assert.equal(reply.status, 400, bad);
       assert.equal(errorOf(reply).code, 'INVALID_TAG');
     }
+    // Leaf's endpoint answers a tag it does not know as Leaf did: 500, Result{id=-2}.
+    const leaf = await call(base, `/api/segment/get/${randomTag()}`);
+    assert.equal(leaf.status, 500);
+    assert.match(leaf.body, /"message":"Result\{id=-2, status=EXCEPTION\}"/);
     const empty = await call(base, '/api/segment/get/');
-    assert.equal(empty.status, 400);
+    assert.equal(empty.status, 404);
   });
 
   it("answers Leaf's snowflake endpoint with a 19-digit ID, the key ignored", async () => {
@@ -177,9 +187,13 @@ describe('HTTP API with a mode switched off', () => {
     const dataDir = tempDir();
     const server = await startServer(config(dataDir, { segment: false }), silentLogger, systemClock);
     try {
-      const reply = await call(server.url, '/api/segment/get/abc');
+      const reply = await call(server.url, '/v1/segment/abc');
       assert.equal(reply.status, 404);
       assert.equal(errorOf(reply).code, 'MODE_DISABLED');
+      // Leaf's endpoint: the same status, in Spring Boot's error shape.
+      const leaf = await call(server.url, '/api/segment/get/abc');
+      assert.equal(leaf.status, 404);
+      assert.match(leaf.body, /"message":"segment mode is off on this node/);
       assert.equal((await call(server.url, '/api/snowflake/get/abc')).status, 200);
     } finally {
       await server.close();
@@ -202,12 +216,16 @@ describe('HTTP API when the store does not answer', () => {
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
       const started = Date.now();
-      const reply = await call(base, '/api/segment/get/slow');
+      const reply = await call(base, '/v1/segment/slow');
       const elapsed = Date.now() - started;
       assert.equal(reply.status, 503);
       assert.equal(reply.headers['retry-after'], '1');
       assert.equal(errorOf(reply).code, 'SEGMENT_UNAVAILABLE');
       assert.ok(elapsed >= 190 && elapsed < 5000, `answered after ${elapsed} ms`);
+      // Leaf's endpoint after the same wait: Leaf's "both segments not ready", 500 Result{id=-3}.
+      const leaf = await call(base, '/api/segment/get/slow');
+      assert.equal(leaf.status, 500);
+      assert.match(leaf.body, /"message":"Result\{id=-3, status=EXCEPTION\}"/);
       store.release();
       await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal((await call(base, '/api/segment/get/slow')).body, '1');

@@ -74,10 +74,14 @@ describe('operations API (real server)', () => {
     const cases: [unknown, number, RegExp][] = [
       ['{"tag": ', 400, /not JSON/],
       [{ tag: 'x', step: 10, colour: 'red' }, 400, /unknown field "colour"/],
-      [{ tag: 'bad tag', step: 10 }, 400, /invalid tag/],
+      [{ tag: 'bad\ttag', step: 10 }, 400, /invalid tag/],
+      [{ tag: 'x'.repeat(129), step: 10 }, 400, /invalid tag/],
       [{ tag: randomTag() }, 400, /step is required/],
       [{ tag: randomTag(), step: 0 }, 400, /invalid step 0/],
-      [{ tag: randomTag(), step: 10, start: -1 }, 400, /start must be an integer/],
+      [{ tag: randomTag(), step: 10, start: 1.5 }, 400, /start must be an integer/],
+      [{ tag: randomTag(), step: 10, start: 2 ** 60 }, 400, /start must be an integer/],
+      [{ tag: randomTag(), step: 10, start: '9223372036854775798' }, 400, /invalid start/],
+      [{ tag: randomTag(), step: 10, start: '-9223372036854775809' }, 400, /invalid start/],
       [{ tag: randomTag(), step: 10, description: 'x'.repeat(300) }, 400, /description/],
       ['x'.repeat(20_000), 413, /over 16384 bytes/],
     ];
@@ -163,7 +167,10 @@ describe('access control (real server)', () => {
     try {
       const denied = await call(`${server.url}/api/snowflake/get/x`);
       assert.equal(denied.status, 401);
-      assert.match(denied.text, /UNAUTHORIZED/);
+      // Leaf's endpoint: frond's 401, in Spring Boot's error shape.
+      assert.match(denied.text, /"error":"Unauthorized"/);
+      assert.equal((await call(`${server.url}/v1/snowflake`)).status, 401);
+      assert.match((await call(`${server.url}/v1/snowflake`)).text, /UNAUTHORIZED/);
       assert.equal(
         (await call(`${server.url}/api/snowflake/get/x`, { headers: { authorization: 'Bearer beta' } }))
           .status,

@@ -98,6 +98,43 @@ export function describeSegmentStore(
         assert.deepEqual(await store.advance(tag), { maxId: start + 3n, step: 3, tableStep: 3 });
       }));
 
+    it('serves max_id up to 2^63 - 1, then refuses ID_RANGE_EXHAUSTED without changing the row', (t) =>
+      withStore(t, async (store) => {
+        const top = 2n ** 63n - 1n;
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: top - 25n });
+        assert.deepEqual(await store.advance(tag), { maxId: top - 15n, step: 10, tableStep: 10 });
+        assert.deepEqual(await store.advance(tag, 15), { maxId: top, step: 15, tableStep: 10 });
+        for (const step of [undefined, 1, 10]) {
+          await assert.rejects(store.advance(tag, step), (error) =>
+            isFrondError(error, 'ID_RANGE_EXHAUSTED'),
+          );
+        }
+        assert.equal((await store.getTag(tag))?.maxId, top, 'the row is left as it was');
+        // A step that no longer fits is refused while a smaller one still does.
+        const near = randomTag();
+        await store.addTag({ tag: near, step: 10, start: top - 15n });
+        await assert.rejects(store.advance(near, 20), (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'));
+        assert.deepEqual(await store.advance(near), { maxId: top - 5n, step: 10, tableStep: 10 });
+        assert.equal(await store.advance(randomTag(), 5), undefined);
+      }));
+
+    it('keeps negative max_id values exact, as a Java long', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 5, start: -(2n ** 63n) });
+        assert.deepEqual(await store.advance(tag), { maxId: -(2n ** 63n) + 5n, step: 5, tableStep: 5 });
+        assert.deepEqual(await store.advance(tag, 7), { maxId: -(2n ** 63n) + 12n, step: 7, tableStep: 5 });
+      }));
+
+    it('adds by an exact 64-bit step above 2^53, never a rounded one', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        const start = 2n ** 53n + 1n;
+        await store.addTag({ tag, step: 3, start });
+        assert.deepEqual(await store.advance(tag, 2001), { maxId: start + 2001n, step: 2001, tableStep: 3 });
+      }));
+
     it('never hands two concurrent allocations overlapping ranges, from one or two connections', (t) =>
       withStore(t, async (store) => {
         const other = await open(t);

@@ -354,14 +354,15 @@ export const TAG_ADD = command({
       env: false,
       help: 'IDs per segment load',
     }),
-    integer({
+    // A string: the first ID may be any signed 64-bit integer, beyond what a number holds exactly.
+    string({
       name: 'start',
       flag: 'start',
-      default: 1,
-      min: 0,
-      max: Number.MAX_SAFE_INTEGER,
+      default: '1',
+      maxLength: 20,
       env: false,
-      help: 'the first ID',
+      placeholder: 'N',
+      help: 'the first ID: an integer from -2^63 to 2^63 - 1 - step',
     }),
     string({
       name: 'description',

@@ -1,4 +1,5 @@
-import { assertStep, assertValidTag, MAX_TABLE_STEP } from '../core/tag.js';
+import { FrondError } from '../core/errors.js';
+import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
 import type { TagAdmin } from '../core/tag-admin.js';
 import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
@@ -18,11 +19,16 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   const { settings, positionals } = parseCommand(TAG_ADD, args);
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(settings.step);
-  const { start } = settings;
+  const parsed = parseDecimal(settings.start);
+  if (parsed === undefined) {
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `--start ${JSON.stringify(settings.start)} is not an integer: use decimal digits, with - for a negative start`,
+    );
+  }
+  const start = assertStart(parsed, step);
   const description = settings.description ?? null;
-  await withStore(storeOf(settings), (store) =>
-    store.addTag({ tag, step, start: BigInt(start), description }),
-  );
+  await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }));
   out(`added tag ${tag}: first ID ${start}, step ${step}`);
   return 0;
 }

@@ -45,7 +45,7 @@ export const ERROR_CODES = {
   STORE_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The store returned a range that starts below one this node already handed out. */
   SEGMENT_REGRESSED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
-  /** max_id passed 2^53 - 1, the largest integer frond serves exactly in segment mode. */
+  /** The next range of a tag would pass 2^63 - 1 (Java's Long.MAX_VALUE); the row is left unchanged. */
   ID_RANGE_EXHAUSTED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
   /** The clock is behind the last timestamp this node used; waiting did not help. */
   CLOCK_MOVED_BACKWARDS: { status: 503, retryable: true, permanent: false, exitCode: 1 },

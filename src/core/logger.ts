@@ -27,6 +27,7 @@ export type LogEvent =
   | 'segment.step_changed'
   | 'segment.refresh_failed'
   | 'segment.tag_dropped'
+  | 'segment.tag_unservable'
   | 'store.back'
   | 'store.lost'
   | 'store.connection_lost'

@@ -51,8 +51,37 @@ describe('SegmentAllocator', () => {
 
   it('rejects an invalid tag name before touching the store', async () => {
     const { store, allocator } = setup();
-    await assert.rejects(allocator.next('bad tag'), (error) => isFrondError(error, 'INVALID_TAG'));
+    for (const bad of ['', 'bad\ttag', 'x'.repeat(129), '..']) {
+      await assert.rejects(allocator.next(bad), (error) => isFrondError(error, 'INVALID_TAG'));
+    }
     assert.equal(store.calls.length, 0);
+  });
+
+  it('serves any tag a varchar(128) holds: UTF-8, spaces, punctuation, 128 characters', async () => {
+    const { store, allocator } = setup();
+    const tags = ['订单', 'order tag', 'order@v2', 'a~b', 'a,b', 'a:b', 'a/b', '😀'.repeat(128)];
+    for (const tag of tags) store.rows.set(tag, { maxId: 7n, step: 10 });
+    for (const tag of tags) assert.equal(await allocator.next(tag), 7, tag);
+  });
+
+  it('reports a tag in the table that cannot be served when it loads the list, once, naming it', async () => {
+    const store = new MemoryStore();
+    store.rows.set('ok', { maxId: 1n, step: 10 });
+    store.rows.set('bad\ttag', { maxId: 1n, step: 10 });
+    const lines: { level: string; event: string; fields: Record<string, unknown> | undefined }[] = [];
+    const logger = {
+      log: (level: string, event: string, fields?: Record<string, unknown>) =>
+        lines.push({ level, event, fields }),
+    };
+    const allocator = new SegmentAllocator(store, new ManualClock(), logger);
+    await allocator.start();
+    await allocator.refresh();
+    allocator.close();
+    const warnings = lines.filter((line) => line.event === 'segment.tag_unservable');
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.level, 'warn');
+    assert.equal(warnings[0]?.fields?.tag, 'bad\ttag');
+    assert.deepEqual(allocator.tags(), ['ok']);
   });
 
   it('adds new tags and drops removed ones on the periodic refresh, but ignores an empty list', async () => {

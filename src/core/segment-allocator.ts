@@ -7,9 +7,10 @@ import {
   SegmentBuffer,
   type SegmentBufferOptions,
   type SegmentBufferState,
+  type SegmentId,
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
-import { assertValidTag } from './tag.js';
+import { assertValidTag, tagProblem } from './tag.js';
 import type { TagAdmin } from './tag-admin.js';
 
 /** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
@@ -39,6 +40,8 @@ const MAX_MISSING_TAGS = 10_000;
 export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private readonly buffers = new Map<string, SegmentBuffer>();
   private readonly missing = new Map<string, number>();
+  /** Tags of the table that cannot be served, each reported once when a refresh first finds it. */
+  private readonly unservable = new Set<string>();
   private cancelRefresh: (() => void) | undefined;
   private closed = false;
   /** Whether the last call to the store (a tag-list read or a segment load) worked. */
@@ -77,11 +80,11 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   }
 
   /** The next ID of `tag` if one is buffered, without waiting; `undefined` otherwise. */
-  tryNext(tag: string): number | undefined {
+  tryNext(tag: string): SegmentId | undefined {
     return this.buffers.get(tag)?.tryNext();
   }
 
-  next(tag: string): Promise<number> {
+  next(tag: string): Promise<SegmentId> {
     const buffer = this.buffers.get(tag);
     if (buffer !== undefined) {
       const id = buffer.tryNext();
@@ -90,7 +93,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     return this.settle(tag, (b) => b.next());
   }
 
-  nextMany(tag: string, count: number): Promise<number[]> {
+  nextMany(tag: string, count: number): Promise<SegmentId[]> {
     return this.settle(tag, (b) => b.nextMany(count));
   }
 
@@ -117,7 +120,15 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     if (tags.length === 0 || this.closed) return;
     const present = new Set(tags);
     for (const tag of tags) {
-      if (!this.buffers.has(tag)) this.buffers.set(tag, this.createBuffer(tag));
+      if (this.buffers.has(tag)) continue;
+      const problem = tagProblem(tag);
+      if (problem === undefined) {
+        this.buffers.set(tag, this.createBuffer(tag));
+      } else if (!this.unservable.has(tag)) {
+        // Found now, by the operator reading the log, rather than by a client getting 400.
+        if (this.unservable.size < MAX_MISSING_TAGS) this.unservable.add(tag);
+        this.logger.log('warn', 'segment.tag_unservable', { tag, problem });
+      }
     }
     for (const tag of this.buffers.keys()) {
       if (!present.has(tag)) {

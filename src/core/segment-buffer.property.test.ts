@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { ManualClock, settle } from '../../test/support/manual-clock.js';
 import { MemoryStore } from '../../test/support/memory-store.js';
 import { silentLogger } from './logger.js';
-import { DEFAULT_SEGMENT_BUFFER_OPTIONS, SegmentBuffer } from './segment-buffer.js';
+import { DEFAULT_SEGMENT_BUFFER_OPTIONS, SegmentBuffer, type SegmentId } from './segment-buffer.js';
 
 type Command =
   | { kind: 'take'; node: number; count: number }
@@ -35,14 +35,14 @@ describe('SegmentBuffer under any interleaving (fast-check)', () => {
           const clock = new ManualClock();
           const options = { ...DEFAULT_SEGMENT_BUFFER_OPTIONS, segmentWaitMs: 60_000, retryDelayMs: 0 };
           const nodes = [0, 1, 2].map(() => new SegmentBuffer('t', store, clock, options, silentLogger));
-          const seen = new Set<number>();
-          const lastOf = [-1, -1, -1];
+          const seen = new Set<SegmentId>();
+          const lastOf: SegmentId[] = [-1, -1, -1];
           const waiting: Promise<void>[] = [];
-          const record = (node: number, id: number) => {
+          const record = (node: number, id: SegmentId) => {
             assert.ok(!seen.has(id), `ID ${id} handed out twice`);
             seen.add(id);
             // Synchronous takes and settled waits are recorded in the order the node handed them out.
-            assert.ok(id > (lastOf[node] as number), `node ${node}: ${id} after ${lastOf[node]}`);
+            assert.ok(id > (lastOf[node] as SegmentId), `node ${node}: ${id} after ${lastOf[node]}`);
             lastOf[node] = id;
           };
           for (const c of commands) {

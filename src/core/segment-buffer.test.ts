@@ -8,6 +8,7 @@ import {
   DEFAULT_SEGMENT_BUFFER_OPTIONS,
   SegmentBuffer,
   type SegmentBufferOptions,
+  type SegmentId,
 } from './segment-buffer.js';
 
 const MINUTE = 60_000;
@@ -26,8 +27,8 @@ function setup(step = 100, start = 1000n, options: Partial<SegmentBufferOptions>
   return { store, clock, buffer };
 }
 
-async function take(buffer: SegmentBuffer, n: number): Promise<number[]> {
-  const ids: number[] = [];
+async function take(buffer: SegmentBuffer, n: number): Promise<SegmentId[]> {
+  const ids: SegmentId[] = [];
   for (let i = 0; i < n; i++) ids.push(await buffer.next());
   return ids;
 }
@@ -132,7 +133,7 @@ describe('SegmentBuffer', () => {
     const first = buffer.next();
     store.release();
     await first;
-    const ids = [1];
+    const ids: SegmentId[] = [1];
     for (let i = 0; i < 99; i++) {
       const id = buffer.tryNext();
       assert.ok(id !== undefined);
@@ -225,7 +226,7 @@ describe('SegmentBuffer', () => {
     const row = store.rows.get('orders');
     assert.ok(row);
     row.maxId = 5n;
-    const seen = new Set<number>();
+    const seen = new Set<SegmentId>();
     // What is buffered (up to [21, 41) with the doubled step) is served; the bad range is not.
     for (let i = 0; i < 60; i++) {
       try {
@@ -240,9 +241,49 @@ describe('SegmentBuffer', () => {
     assert.fail('expected SEGMENT_REGRESSED');
   });
 
-  it('refuses max_id above 2^53 - 1 instead of losing precision', async () => {
-    const { buffer } = setup(10, 2n ** 53n);
-    await assert.rejects(buffer.next(), (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'));
+  it('serves IDs above 2^53 - 1 exactly, as bigints, and numbers while a segment stays below', async () => {
+    const { buffer, store } = setup(3, 2n ** 53n - 4n);
+    // [2^53 - 4, 2^53 - 1) in numbers; [2^53 - 1, 2^53 + 2), which passes 2^53 - 1, in bigints.
+    assert.deepEqual(await buffer.nextMany(6), [
+      2 ** 53 - 4,
+      2 ** 53 - 3,
+      2 ** 53 - 2,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 53n + 1n,
+    ]);
+    assert.equal(typeof (await buffer.next()), 'bigint');
+    const big = setup(5, 2n ** 62n + 7n);
+    assert.deepEqual(await big.buffer.nextMany(3), [2n ** 62n + 7n, 2n ** 62n + 8n, 2n ** 62n + 9n]);
+    assert.equal(big.buffer.state().current.value, 2n ** 62n + 10n);
+    assert.ok(store.calls.length >= 2);
+  });
+
+  it('serves up to 2^63 - 2, then refuses ID_RANGE_EXHAUSTED without consuming the table', async () => {
+    const top = 2n ** 63n - 1n;
+    const { buffer, store } = setup(10, top - 20n);
+    const ids = await buffer.nextMany(20);
+    assert.equal(ids[0], top - 20n);
+    assert.equal(ids.at(-1), top - 1n);
+    for (let i = 0; i < 5; i++) {
+      await assert.rejects(buffer.next(), (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'));
+    }
+    assert.equal(store.rows.get('orders')?.maxId, top, 'max_id stays at 2^63 - 1');
+  });
+
+  it('falls back to the table step when a doubled step no longer fits below 2^63 - 1', async () => {
+    const top = 2n ** 63n - 1n;
+    const { buffer, store } = setup(10, top - 35n);
+    // Loads 1 and 2 use the step 10; load 3 asks for 20, which passes the top; 10 still fits.
+    const ids = await buffer.nextMany(30);
+    assert.equal(ids.at(-1), top - 6n);
+    assert.equal(store.rows.get('orders')?.maxId, top - 5n);
+    assert.ok(store.calls.some((call) => call.step === 20));
+  });
+
+  it('serves negative IDs as Leaf would (max_id is a signed long)', async () => {
+    const { buffer } = setup(3, -10n);
+    assert.deepEqual(await buffer.nextMany(4), [-10, -9, -8, -7]);
   });
 
   it('answers TAG_NOT_FOUND when the row is gone', async () => {

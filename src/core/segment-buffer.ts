@@ -3,7 +3,8 @@ import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.j
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
-import type { Allocation, SegmentStore } from './segment-store.js';
+import { type Allocation, MAX_SEGMENT_ID, type SegmentStore } from './segment-store.js';
+import { MAX_TABLE_STEP } from './tag.js';
 
 export interface SegmentBufferOptions {
   /**
@@ -28,20 +29,46 @@ export const DEFAULT_SEGMENT_BUFFER_OPTIONS: SegmentBufferOptions = {
   stepRules: LEAF_STEP_RULES,
 };
 
+/**
+ * One segment ID: a number while the segment lies within ±(2^53 − 1), where a number is exact and
+ * cheap, a bigint beyond (Leaf's IDs are Java longs: the whole signed 64-bit range).
+ */
+export type SegmentId = number | bigint;
+
 /** A reserved range `[start, max)` of one tag. */
 export interface Range {
-  start: number;
-  max: number;
+  start: bigint;
+  max: bigint;
   step: number;
 }
+
+/** One of Leaf's two segment slots as `/cache` shows it: the next ID to hand out, the end, the step. */
+export interface SegmentSlot {
+  value: bigint;
+  max: bigint;
+  step: number;
+}
+
+// A segment is kept in numbers when every ID in it is a safe integer; its exclusive end may be 2^53.
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+const SAFE_MIN = -SAFE_MAX;
+/** The smallest Java long, -2^63: no range starts below it. */
+export const MIN_SEGMENT_ID = -(2n ** 63n);
 
 export interface SegmentBufferState {
   tag: string;
   initialized: boolean;
   nextReady: boolean;
   loading: boolean;
-  current: { value: number; max: number; step: number };
+  /** The current segment: the next ID it hands out, its end and its step. */
+  current: SegmentSlot;
   next: Range | undefined;
+  /**
+   * Leaf's view of the double buffer: the slot in use (0 or 1; it flips at each switch, as Leaf's
+   * `currentPos`), and both slots, the one not in use holding the next segment or the last one used.
+   */
+  pos: 0 | 1;
+  slots: [SegmentSlot, SegmentSlot];
   step: number;
   minStep: number;
   loads: number;
@@ -61,9 +88,16 @@ export interface SegmentBufferState {
  * within a segment.
  */
 export class SegmentBuffer {
-  // The current segment, kept in plain fields because `tryNext` reads them for every ID.
+  // The current segment, kept in plain number fields because `tryNext` reads them for every ID. A
+  // segment within ±(2^53 − 1) keeps its IDs themselves in `value`/`max` (`base` undefined), and
+  // `tryNext` is one comparison and an increment, nothing more. A segment beyond keeps `value` and
+  // `max` at 0 (so that fast path never matches) and offsets from `base`, its first ID, in
+  // `bigValue`/`bigMax`: only such a segment pays for a bigint per ID.
   private value = 0;
   private max = 0;
+  private base: bigint | undefined;
+  private bigValue = 0;
+  private bigMax = 0;
   private currentStep = 0;
   /** IDs handed out before the current segment, so counting costs nothing per ID. */
   private issuedBefore = 0;
@@ -83,7 +117,10 @@ export class SegmentBuffer {
   private loadFailures = 0;
   private lastLoadMs = 0;
   /** The exclusive end of the last range loaded; a new range must not start below it. */
-  private highest = 0;
+  private highest = MIN_SEGMENT_ID;
+  /** Leaf's slot of the current segment, and what the other slot shows when no next one is loaded. */
+  private pos: 0 | 1 = 0;
+  private previous: SegmentSlot = { value: 0n, max: 0n, step: 0 };
 
   constructor(
     readonly tag: string,
@@ -95,25 +132,42 @@ export class SegmentBuffer {
   ) {}
 
   /** The next ID if one is buffered, else `undefined` (and a load starts if none is running). */
-  tryNext(): number | undefined {
+  tryNext(): SegmentId | undefined {
     const id = this.value;
     if (id < this.max) {
       this.value = id + 1;
       if (id > this.preloadAfter) this.startLoad();
       return id;
     }
+    if (this.base !== undefined && this.bigValue < this.bigMax) return this.tryNextBig(this.base);
     return this.switchSegment() ? this.tryNext() : undefined;
   }
 
+  /** The current segment's next ID when it lies beyond ±(2^53 − 1). */
+  private tryNextBig(base: bigint): bigint {
+    const offset = this.bigValue++;
+    if (offset > this.preloadAfter) this.startLoad();
+    return base + BigInt(offset);
+  }
+
+  /** The current segment's next value and end, as numbers: IDs, or offsets from `base`. */
+  private get at(): number {
+    return this.base === undefined ? this.value : this.bigValue;
+  }
+
+  private get end(): number {
+    return this.base === undefined ? this.max : this.bigMax;
+  }
+
   /** The next ID, waiting a bounded time for a load when both buffers are empty. */
-  next(): Promise<number> {
+  next(): Promise<SegmentId> {
     const id = this.tryNext();
     return id === undefined ? this.waitForId() : Promise.resolve(id);
   }
 
   /** `count` increasing IDs; they span segments when the current one has fewer left. */
-  async nextMany(count: number): Promise<number[]> {
-    const ids: number[] = [];
+  async nextMany(count: number): Promise<SegmentId[]> {
+    const ids: SegmentId[] = [];
     this.fill(ids, count);
     while (ids.length < count) {
       ids.push(await this.waitForId());
@@ -123,18 +177,23 @@ export class SegmentBuffer {
   }
 
   state(): SegmentBufferState {
+    const current = this.currentSlot();
+    const next = this.nextRange;
+    const other: SegmentSlot = next ? { value: next.start, max: next.max, step: next.step } : this.previous;
     return {
       tag: this.tag,
       initialized: this.loads > 0,
-      nextReady: this.nextRange !== undefined,
+      nextReady: next !== undefined,
       loading: this.loading !== undefined,
-      current: { value: this.value, max: this.max, step: this.currentStep },
-      next: this.nextRange && { ...this.nextRange },
+      current,
+      next: next && { ...next },
+      pos: this.pos,
+      slots: this.pos === 0 ? [current, { ...other }] : [{ ...other }, current],
       step: this.step,
       minStep: this.minStep,
       loads: this.loads,
       lastLoadAt: this.lastLoadAt,
-      issued: this.issuedBefore + Math.min(this.value, this.max) - this.currentStart,
+      issued: this.issuedBefore + Math.min(this.at, this.end) - this.currentStart,
       loadFailures: this.loadFailures,
       lastLoadMs: this.lastLoadMs,
       lastError: this.failure && {
@@ -145,13 +204,24 @@ export class SegmentBuffer {
     };
   }
 
-  private fill(out: number[], count: number): void {
+  private currentSlot(): SegmentSlot {
+    const base = this.base ?? 0n;
+    return { value: base + BigInt(this.at), max: base + BigInt(this.end), step: this.currentStep };
+  }
+
+  private fill(out: SegmentId[], count: number): void {
     while (out.length < count) {
-      let id = this.value;
-      const end = Math.min(this.max, id + (count - out.length));
+      const base = this.base;
+      let id = this.at;
+      const end = Math.min(this.end, id + (count - out.length));
       if (id < end) {
-        for (; id < end; id++) out.push(id);
-        this.value = end;
+        if (base === undefined) {
+          for (; id < end; id++) out.push(id);
+          this.value = end;
+        } else {
+          for (; id < end; id++) out.push(base + BigInt(id));
+          this.bigValue = end;
+        }
         if (end - 1 > this.preloadAfter) this.startLoad();
       } else if (!this.switchSegment()) {
         return;
@@ -172,12 +242,29 @@ export class SegmentBuffer {
   }
 
   private install(range: Range): void {
-    this.issuedBefore += Math.min(this.value, this.max) - this.currentStart;
-    this.currentStart = range.start;
-    this.value = range.start;
-    this.max = range.max;
+    this.issuedBefore += Math.min(this.at, this.end) - this.currentStart;
+    // The first segment goes into Leaf's slot 0; every later one into the other slot, which then
+    // becomes the one in use.
+    if (this.currentStep > 0) {
+      this.previous = this.currentSlot();
+      this.pos = this.pos === 0 ? 1 : 0;
+    }
+    if (range.start >= SAFE_MIN && range.max <= SAFE_MAX + 1n) {
+      this.base = undefined;
+      this.value = Number(range.start);
+      this.max = Number(range.max);
+      this.bigValue = 0;
+      this.bigMax = 0;
+    } else {
+      this.base = range.start;
+      this.value = 0;
+      this.max = 0;
+      this.bigValue = 0;
+      this.bigMax = range.step;
+    }
+    this.currentStart = this.at;
     this.currentStep = range.step;
-    this.preloadAfter = range.max - this.options.preloadBelowIdle * range.step;
+    this.preloadAfter = this.end - this.options.preloadBelowIdle * range.step;
   }
 
   private startLoad(): void {
@@ -188,7 +275,7 @@ export class SegmentBuffer {
       .then(
         (range) => {
           this.failure = undefined;
-          if (this.value >= this.max) this.install(range);
+          if (this.at >= this.end) this.install(range);
           else this.nextRange = range;
         },
         (error: unknown) => {
@@ -200,8 +287,8 @@ export class SegmentBuffer {
           this.failure = { error: failure, at: this.clock.now() };
           this.loadFailures++;
           // A later request past the 10% mark tries again (after retryDelayMs).
-          if (this.value < this.max)
-            this.preloadAfter = this.max - this.options.preloadBelowIdle * this.currentStep;
+          if (this.at < this.end)
+            this.preloadAfter = this.end - this.options.preloadBelowIdle * this.currentStep;
           // An unknown tag is a client's mistake, not the node's: not worth a warning.
           const level = failure.code === 'TAG_NOT_FOUND' ? 'debug' : 'warn';
           this.logger.log(level, 'segment.load_failed', {
@@ -225,7 +312,13 @@ export class SegmentBuffer {
         : nextStep(this.step, startedAt - this.lastLoadAt, this.minStep, this.options.stepRules);
     let allocation: Allocation | undefined;
     try {
-      allocation = await this.store.advance(this.tag, requested);
+      try {
+        allocation = await this.store.advance(this.tag, requested);
+      } catch (error) {
+        // A dynamic step that no longer fits below 2^63 - 1: the table's own step may still fit.
+        if (requested === undefined || !isFrondError(error, 'ID_RANGE_EXHAUSTED')) throw error;
+        allocation = await this.store.advance(this.tag);
+      }
     } catch (error) {
       if (isFrondError(error)) throw error;
       // The outcome is unknown: the UPDATE may have committed. The range is thrown away (a gap),
@@ -258,8 +351,8 @@ export class SegmentBuffer {
     this.lastLoadMs = this.clock.now() - startedAt;
     this.logger.log('info', 'segment.loaded', {
       tag: this.tag,
-      start: range.start,
-      max: range.max,
+      start: range.start.toString(),
+      max: range.max.toString(),
       step: range.step,
       ms: this.lastLoadMs,
     });
@@ -272,20 +365,20 @@ export class SegmentBuffer {
 
   private toRange(allocation: Allocation): Range {
     const { maxId, step } = allocation;
-    if (!Number.isSafeInteger(step) || step <= 0) {
+    if (!Number.isSafeInteger(step) || step <= 0 || step > MAX_TABLE_STEP) {
       throw new FrondError(
         'INVALID_CONFIG',
-        `tag ${this.tag} has step ${step} in leaf_alloc; set a positive step`,
+        `tag ${this.tag} has step ${step} in leaf_alloc; set a step from 1 to ${MAX_TABLE_STEP}`,
       );
     }
-    if (maxId > BigInt(Number.MAX_SAFE_INTEGER)) {
+    const max = maxId;
+    const start = max - BigInt(step);
+    if (start < MIN_SEGMENT_ID || max > MAX_SEGMENT_ID) {
       throw new FrondError(
         'ID_RANGE_EXHAUSTED',
-        `tag ${this.tag} reached max_id ${maxId}, above 2^53 - 1, the largest ID frond serves in segment mode`,
+        `tag ${this.tag}: the store returned [${start}, ${max}), outside the signed 64-bit range`,
       );
     }
-    const max = Number(maxId);
-    const start = max - step;
     if (start < this.highest) {
       throw new FrondError(
         'SEGMENT_REGRESSED',
@@ -296,7 +389,7 @@ export class SegmentBuffer {
     return { start, max, step };
   }
 
-  private async waitForId(): Promise<number> {
+  private async waitForId(): Promise<SegmentId> {
     const deadline = this.clock.now() + this.options.segmentWaitMs;
     // Each round waits for one load to settle, so a few rounds always suffice; the bound is a guard.
     for (let round = 0; round < 8; round++) {

@@ -1,3 +1,8 @@
+import { FrondError } from './errors.js';
+
+/** The largest Java long, 2^63 - 1: max_id never passes it (Leaf's max_id is a `long`, the column a BIGINT). */
+export const MAX_SEGMENT_ID = 2n ** 63n - 1n;
+
 /** What one `advance` did: the range it reserved is `[maxId - step, maxId)`. */
 export interface Allocation {
   maxId: bigint;
@@ -19,9 +24,19 @@ export interface SegmentStore {
   readonly description: string;
   /**
    * In one transaction: adds `step` (or the row's own step when `step` is undefined) to the tag's
-   * max_id and reads the row back. Resolves `undefined` when the tag has no row. An error means the
+   * max_id and reads the row back. Resolves `undefined` when the tag has no row. When max_id + step
+   * would pass 2^63 - 1 it rejects with ID_RANGE_EXHAUSTED and leaves the row as it was (the check
+   * is part of the same UPDATE, so a refused load consumes nothing). Any other error means the
    * outcome is unknown; the caller throws the range away.
    */
   advance(tag: string, step?: number): Promise<Allocation | undefined>;
   close(): Promise<void>;
+}
+
+/** The refusal `advance` answers when a tag's next range would pass 2^63 - 1; the row is unchanged. */
+export function rangeExhausted(tag: string, maxId: bigint | string, step: number): FrondError {
+  return new FrondError(
+    'ID_RANGE_EXHAUSTED',
+    `tag ${tag} is at max_id ${maxId}: another ${step} IDs would pass 2^63 - 1, the largest ID of a signed 64-bit column; the row was left unchanged`,
+  );
 }

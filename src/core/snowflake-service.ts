@@ -168,6 +168,11 @@ export class SnowflakeService {
     return this.options.epoch;
   }
 
+  /** The largest clock step back that is waited out instead of refused (`--clock-tolerance-ms`). */
+  get clockToleranceMs(): number {
+    return this.options.clockToleranceMs;
+  }
+
   get lastTimestamp(): number {
     return this.generator.lastTimestamp;
   }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../core/errors.js';
-import { assertStep, assertValidTag } from '../core/tag.js';
+import { assertStart, assertStep, assertValidTag, parseDecimal } from '../core/tag.js';
 import type { TagAdmin, TagRow } from '../core/tag-admin.js';
 
 /** Admin bodies are a few fields; 16 KiB is generous and keeps a client from streaming megabytes. */
@@ -60,6 +60,25 @@ function integerField(body: Record<string, unknown>, field: string, fallback: nu
   return n;
 }
 
+/**
+ * `start` of a new tag: a JSON number while it is a safe integer, else a decimal string (a JSON
+ * number above 2^53 has already been rounded by the time it is read, so it is refused, not guessed).
+ */
+function startField(body: Record<string, unknown>, step: number): bigint {
+  const value = body.start;
+  if (value === undefined) return assertStart(1n, step);
+  let start: bigint | undefined;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) start = BigInt(value);
+  else if (typeof value === 'string') start = parseDecimal(value);
+  if (start === undefined) {
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      'start must be an integer: a JSON number up to 2^53 - 1, or a decimal string ("9223372036854000000") for any signed 64-bit value',
+    );
+  }
+  return assertStart(start, step);
+}
+
 export function tagJson(row: TagRow) {
   return {
     tag: row.tag,
@@ -77,12 +96,12 @@ export async function addTag(store: TagAdmin, text: string): Promise<ReturnType<
   const tag = assertValidTag(body.tag);
   if (body.step === undefined) throw new FrondError('INVALID_ARGUMENT', 'step is required');
   const step = assertStep(integerField(body, 'step', 0, Number.MAX_SAFE_INTEGER));
-  const start = integerField(body, 'start', 1, Number.MAX_SAFE_INTEGER);
+  const start = startField(body, step);
   const description = body.description ?? null;
   if (description !== null && (typeof description !== 'string' || description.length > 256)) {
     throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
   }
-  await store.addTag({ tag, step, start: BigInt(start), description });
+  await store.addTag({ tag, step, start, description });
   const row = await store.getTag(tag);
   if (row === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
   return tagJson(row);

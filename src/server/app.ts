@@ -5,6 +5,7 @@ import type { SnowflakeService } from '../core/snowflake-service.js';
 import type { TagStore } from '../core/tag-admin.js';
 import type { AccessOptions } from './access.js';
 import { createIdHandlers } from './id-handlers.js';
+import { type LeafErrorKind, sendLeafError } from './leaf-errors.js';
 import { NO_OBSERVER, type RequestObserver } from './metrics.js';
 import { createOpsHandlers, type OpsDeps } from './ops-handlers.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -28,6 +29,8 @@ export interface AppDeps {
   observer?: RequestObserver;
   /** Metrics, dashboard, readiness and the admin API; absent in the smallest setups and tests. */
   ops?: OpsDeps;
+  /** The time of a Leaf error body (Spring Boot's `timestamp`); the system clock when absent. */
+  now?: () => number;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -40,14 +43,22 @@ export function createApp(deps: AppDeps): Handler {
   const { segment, logger } = deps;
   const observer = deps.observer ?? NO_OBSERVER;
   const reportError = (res: ServerResponse, error: unknown) => observer.error(sendError(res, error, logger));
+  const leafOptions = {
+    logger,
+    now: deps.now ?? (() => Date.now()),
+    toleranceMs: deps.snowflake?.clockToleranceMs,
+  };
+  const reportLeafError = (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) =>
+    observer.error(sendLeafError(req, res, error, kind, leafOptions));
   const table = routeTable(
-    createIdHandlers(deps, reportError),
+    createIdHandlers(deps, reportError, reportLeafError),
     deps.ops && createOpsHandlers(deps.ops, segment, reportError),
   );
   const route = createRouter<RouteLabel>(table, 'other', {
     access: deps.access ?? { tokens: [], adminToken: undefined },
     rateLimiter: deps.rateLimiter,
     reportError,
+    reportLeafError,
   });
   if (observer === NO_OBSERVER) return route;
   const observe = (label: RouteLabel, res: ServerResponse, started: number) =>

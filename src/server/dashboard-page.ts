@@ -86,9 +86,9 @@ function draw(stats) {
   $('flakeLine').setAttribute('points', line(stats.history, 'snowflake', max));
   $('peak').textContent = 'peak ' + fmt.format(max) + '/s';
   const rows = stats.tags.map((t) => {
-    const c = t.current; const used = c.step ? Math.min(1, (c.value - (c.max - c.step)) / c.step) : 0;
+    const c = t.current; const used = Math.min(1, Math.max(0, t.used));
     const next = t.nextReady ? 'ready [' + fmt.format(t.next.start) + ', ' + fmt.format(t.next.max) + ')' : t.loading ? 'loading…' : '–';
-    return '<tr data-tag="' + esc(t.tag) + '"><td>' + esc(t.tag) + '</td><td>[' + fmt.format(c.max - c.step) + ', ' + fmt.format(c.max) + ')</td>'
+    return '<tr data-tag="' + esc(t.tag) + '"><td>' + esc(t.tag) + '</td><td>[' + fmt.format(c.start) + ', ' + fmt.format(c.max) + ')</td>'
       + '<td><span class="bar"><i style="width:' + (used * 100).toFixed(0) + '%"></i></span>' + (used * 100).toFixed(0) + '%</td>'
       + '<td>' + next + '</td><td>' + fmt.format(t.step) + '</td><td class="rate">' + fmt.format(Math.round(t.rate)) + '</td>'
       + '<td>' + fmt.format(t.left) + '</td><td>' + runway(t.runwaySeconds) + '</td><td>' + t.loads + '</td>'

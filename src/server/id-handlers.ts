@@ -1,12 +1,13 @@
-import type { ServerResponse } from 'node:http';
-import { FrondError, isFrondError } from '../core/errors.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
-import { assertValidTag } from '../core/tag.js';
+import { decodeTagPath } from '../core/tag.js';
 import type { TagStore } from '../core/tag-admin.js';
 import { idsJson } from './ids-json.js';
-import { cachePage, dbPage, leafDecodeBody } from './leaf-pages.js';
+import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from './leaf-errors.js';
+import { cachePage, dbPage, javaParseLong, LEAF_DECODE_ERROR, leafDecodeBody } from './leaf-pages.js';
 import { sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 import type { RouteHandler } from './router.js';
 import { FROND_VERSION } from './version.js';
@@ -43,9 +44,12 @@ export interface IdHandlers {
 export function createIdHandlers(
   deps: IdHandlerDeps,
   reportError: (res: ServerResponse, error: unknown) => void,
+  reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
 ): IdHandlers {
   const { segment, snowflake, epoch } = deps;
   const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
+  const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
+    reportLeafError(req, res, error, kind);
 
   function needSegment(): SegmentAllocator<TagStore> {
     if (segment === undefined) throw disabled('segment', '--no-segment');
@@ -58,15 +62,20 @@ export function createIdHandlers(
   }
 
   return {
-    leafSegment(_req, res, rawTag) {
+    leafSegment(req, res, rawTag) {
       const allocator = needSegment();
-      const tag = assertValidTag(stripSlash(rawTag));
+      // Leaf (Spring MVC) routes no empty key: `/api/segment/get/` is a 404 there.
+      const path = stripSlash(rawTag);
+      if (path === '')
+        throw new FrondError('NOT_FOUND', 'no route: the tag after /api/segment/get/ is empty');
+      // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
+      const tag = decodeTagPath(path);
       const id = allocator.tryNext(tag);
       if (id !== undefined) return sendText(res, String(id));
-      allocator.next(tag).then((value) => sendText(res, String(value)), fail(res));
+      allocator.next(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
     },
 
-    leafSnowflake(_req, res, key) {
+    leafSnowflake(req, res, key) {
       const service = needSnowflake();
       // Leaf ignores the key but routes only a non-empty one.
       if (stripSlash(key) === '')
@@ -74,34 +83,35 @@ export function createIdHandlers(
       const id = service.tryNext();
       if (id !== undefined) return sendText(res, id.toString());
       // The slow path waits out a small clock step back, or reports why it cannot.
-      service.next().then((value) => sendText(res, value.toString()), fail(res));
+      service.next().then((value) => sendText(res, value.toString()), leafFail(req, res, 'snowflake'));
     },
 
     leafDecode(_req, res, _param, query) {
+      // Spring reads the parameter as Tomcat decodes a query (`+` is a space, `%2B` a plus sign).
       const text = new URLSearchParams(query).get('snowflakeId');
-      if (text === null) throw new FrondError('INVALID_ARGUMENT', 'missing query parameter snowflakeId');
-      try {
-        sendJson(res, 200, leafDecodeBody(decomposeSnowflake(parseSnowflakeId(text), epoch)));
-      } catch (error) {
-        if (!isFrondError(error, 'INVALID_ID')) throw error;
-        // Leaf answers 200 with errorMsg for an ID it cannot parse; clients may rely on it.
-        sendJson(res, 200, { errorMsg: error.message });
-      }
+      if (text === null) throw missingParameter('snowflakeId');
+      const id = javaParseLong(text);
+      // Leaf answers 200 with errorMsg for what Long.parseLong refuses; clients may rely on it.
+      const body = JSON.stringify(
+        id === undefined ? { errorMsg: LEAF_DECODE_ERROR } : leafDecodeBody(id, epoch),
+      );
+      res.writeHead(200, { 'content-type': LEAF_JSON_TYPE, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
     },
 
     cache(_req, res) {
       sendHtml(res, cachePage(needSegment().states()));
     },
 
-    db(_req, res) {
+    db(req, res) {
       needSegment()
         .store.listRows()
-        .then((rows) => sendHtml(res, dbPage(rows)), fail(res));
+        .then((rows) => sendHtml(res, dbPage(rows)), leafFail(req, res, 'page'));
     },
 
     v1Segment(_req, res, rawTag, query) {
       const allocator = needSegment();
-      const tag = assertValidTag(rawTag);
+      const tag = decodeTagPath(rawTag);
       const count = parseCount(query);
       allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
     },

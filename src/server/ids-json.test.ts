@@ -52,4 +52,44 @@ describe('idsJson', () => {
       }),
     );
   });
+
+  it('writes negative IDs, -2^63, and a batch that crosses from numbers to bigints, exactly', () => {
+    const ids = [
+      -12,
+      -11,
+      -10,
+      -9,
+      -1,
+      0,
+      1,
+      2 ** 53 - 2,
+      2 ** 53 - 1,
+      2n ** 53n,
+      2n ** 53n + 1n,
+      -(2n ** 63n),
+    ];
+    assert.equal(idsJson(ids).toString(), reference(ids));
+  });
+
+  it('matches JSON.stringify for any runs of signed 64-bit IDs, numbers and bigints mixed', () => {
+    const runs = fc.array(
+      fc.tuple(
+        fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 200n }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.boolean(),
+      ),
+      { maxLength: 8 },
+    );
+    fc.assert(
+      fc.property(runs, (parts) => {
+        const ids = parts.flatMap(([start, length, asNumber]) =>
+          Array.from({ length }, (_, i) => {
+            const id = start + BigInt(i);
+            return asNumber && id >= -(2n ** 53n) + 1n && id <= 2n ** 53n - 1n ? Number(id) : id;
+          }),
+        );
+        assert.equal(idsJson(ids).toString(), reference(ids));
+      }),
+    );
+  });
 });

@@ -3,8 +3,8 @@ const QUOTE = 0x22;
 const COMMA = 0x2c;
 const NINE = 0x39;
 const ZERO = 0x30;
-/** The longest ID in decimal: 2^63 - 1 has 19 digits. With two quotes and a comma: 22 bytes. */
-const MAX_ID_BYTES = 22;
+/** The longest ID in decimal: -2^63 has 20 characters. With two quotes and a comma: 23 bytes. */
+const MAX_ID_BYTES = 23;
 
 /**
  * `{"ids":["1","2",…]}` as bytes, each ID a JSON string (a 64-bit snowflake does not fit a JSON
@@ -14,7 +14,7 @@ const MAX_ID_BYTES = 22;
  * bigint (1000 IDs on the bench machine). The bytes go to the socket as they are, with no string to
  * encode and far less garbage.
  */
-export function idsJson(ids: readonly number[] | readonly bigint[]): Buffer {
+export function idsJson(ids: readonly (number | bigint)[]): Buffer {
   const out = Buffer.allocUnsafe(OPEN.length + ids.length * MAX_ID_BYTES + 2);
   let at = OPEN.copy(out, 0);
   let previous: number | bigint | undefined;
@@ -26,9 +26,13 @@ export function idsJson(ids: readonly number[] | readonly bigint[]): Buffer {
     out[at++] = QUOTE;
     const start = at;
     let written = false;
+    // Only positive IDs are incremented in place ("-5" + 1 is not "-6"); a batch that crosses from
+    // number to bigint (a segment below 2^53, the next above) writes that ID from scratch.
     if (
-      previous !== undefined &&
-      (typeof id === 'bigint' ? id === (previous as bigint) + 1n : id === (previous as number) + 1)
+      id > 0 &&
+      (typeof id === 'bigint'
+        ? typeof previous === 'bigint' && id === previous + 1n
+        : typeof previous === 'number' && id === previous + 1)
     ) {
       const length = previousEnd - previousStart;
       for (let k = 0; k < length; k++) out[start + k] = out[previousStart + k] as number;

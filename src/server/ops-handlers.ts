@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
+import { assertValidTag, decodeTagPath } from '../core/tag.js';
 import type { TagAdmin, TagStore } from '../core/tag-admin.js';
 import { addTag, patchTag, readBody, tagJson } from './admin.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
@@ -84,7 +85,8 @@ export function createOpsHandlers(
         .then((row) => sendJson(res, 201, row), fail(res));
     },
 
-    getTag(_req, res, tag) {
+    getTag(_req, res, raw) {
+      const tag = assertValidTag(decodeTagPath(raw));
       store()
         .getTag(tag)
         .then((row) => {
@@ -94,7 +96,8 @@ export function createOpsHandlers(
         .catch(fail(res));
     },
 
-    patchTag(req, res, tag) {
+    patchTag(req, res, raw) {
+      const tag = decodeTagPath(raw);
       const target = store();
       readBody(req)
         .then((body) => patchTag(target, tag, body))

@@ -27,16 +27,30 @@ export type RouteLabel =
 export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<RouteLabel>[] {
   const table: Route<RouteLabel>[] = [
     // Leaf's routes answer any method, as Spring MVC did; frond's own answer GET only.
-    { path: '/api/segment/get/{tag}', label: 'leaf_segment', access: 'id', methods: { any: id.leafSegment } },
+    // Their failures are Leaf's too: Spring Boot's error JSON (leaf-errors.ts).
+    {
+      path: '/api/segment/get/{tag}',
+      label: 'leaf_segment',
+      access: 'id',
+      methods: { any: id.leafSegment },
+      leafErrors: 'segment',
+    },
     {
       path: '/api/snowflake/get/{key}',
       label: 'leaf_snowflake',
       access: 'id',
       methods: { any: id.leafSnowflake },
+      leafErrors: 'snowflake',
     },
-    { path: '/decodeSnowflakeId', label: 'decode', access: 'open', methods: { any: id.leafDecode } },
-    { path: '/cache', label: 'cache', access: 'open', methods: { any: id.cache } },
-    { path: '/db', label: 'db', access: 'open', methods: { any: id.db } },
+    {
+      path: '/decodeSnowflakeId',
+      label: 'decode',
+      access: 'open',
+      methods: { any: id.leafDecode },
+      leafErrors: 'page',
+    },
+    { path: '/cache', label: 'cache', access: 'open', methods: { any: id.cache }, leafErrors: 'page' },
+    { path: '/db', label: 'db', access: 'open', methods: { any: id.db }, leafErrors: 'page' },
     { path: '/v1/segment/{tag}', label: 'v1_segment', access: 'id', methods: { GET: id.v1Segment } },
     { path: '/v1/snowflake', label: 'v1_snowflake', access: 'id', methods: { GET: id.v1Snowflake } },
     { path: '/v1/snowflake/decode/{id}', label: 'decode', access: 'open', methods: { GET: id.v1Decode } },

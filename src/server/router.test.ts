@@ -12,6 +12,8 @@ interface Seen {
   param?: string;
   query?: string;
   error?: string;
+  /** Set when the failure was answered as Leaf's server would (a Leaf route). */
+  leaf?: string;
 }
 
 function request(method: string, url: string, authorization?: string): IncomingMessage {
@@ -36,6 +38,9 @@ function recorder(table: (name: (handler: string) => RouteHandler) => Route[], t
     rateLimiter: undefined,
     reportError: (_res, error) => {
       seen = { error: isFrondError(error) ? error.code : String(error) };
+    },
+    reportLeafError: (_req, _res, error, kind) => {
+      seen = { error: isFrondError(error) ? error.code : String(error), leaf: kind };
     },
   });
   return (method: string, url: string, authorization?: string) => {
@@ -130,6 +135,17 @@ describe('the router', () => {
     assert.equal(guarded('GET', '/v1/segment/a').error, 'UNAUTHORIZED');
     assert.equal(guarded('GET', '/v1/segment/a?token=id-token').handler, 'v1Segment');
     assert.equal(guarded('GET', '/api/segment/get/a').error, 'UNAUTHORIZED');
+  });
+
+  it("answers failures on Leaf's routes as Leaf did, and on frond's own with frond's errors", () => {
+    const guarded = recorder(
+      (name) =>
+        routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+      ['id-token'],
+    );
+    assert.equal(guarded('GET', '/api/segment/get/a').leaf, 'segment');
+    assert.equal(guarded('GET', '/api/snowflake/get/a').leaf, 'snowflake');
+    assert.equal(guarded('GET', '/v1/segment/a').leaf, undefined);
   });
 
   it('refuses a path with a {name} anywhere but at its end', () => {

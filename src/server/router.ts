@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import { type AccessOptions, checkAdminAccess, checkIdAccess } from './access.js';
+import type { LeafErrorKind } from './leaf-errors.js';
 import type { RateLimiter } from './rate-limit.js';
 
 /** `param` is the path after the route's prefix (`''` for a route without `{…}`); `query` has no `?`. */
@@ -23,6 +24,8 @@ export interface Route<Label extends string = string> {
   access: Access;
   /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
   methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
+  /** Leaf's routes fail as Leaf's server did (leaf-errors.ts); frond's own with frond's JSON errors. */
+  leafErrors?: LeafErrorKind;
 }
 
 interface CompiledRoute<Label extends string> {
@@ -35,6 +38,7 @@ interface CompiledRoute<Label extends string> {
   byMethod: ReadonlyMap<string, RouteHandler>;
   /** `POST is not allowed on /v1/tags/{tag}; use GET or PATCH`, without the method. */
   notAllowed: string;
+  leafErrors: LeafErrorKind | undefined;
 }
 
 export interface RouterOptions {
@@ -42,6 +46,8 @@ export interface RouterOptions {
   rateLimiter: RateLimiter | undefined;
   /** Answers a failure: the error body and status, and the error metric. */
   reportError: (res: ServerResponse, error: unknown) => void;
+  /** Answers a failure on one of Leaf's routes, as Leaf's server did. */
+  reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void;
 }
 
 /**
@@ -55,7 +61,7 @@ export function createRouter<Label extends string>(
   options: RouterOptions,
 ): (req: IncomingMessage, res: ServerResponse) => Label {
   const routes = table.map(compile);
-  const { access, rateLimiter, reportError } = options;
+  const { access, rateLimiter, reportError, reportLeafError } = options;
 
   const find = (path: string): CompiledRoute<Label> | undefined => {
     for (const route of routes) {
@@ -84,7 +90,8 @@ export function createRouter<Label extends string>(
       if (route.access === 'id') checkIdAccess(req, query, access);
       handler(req, res, route.prefix ? path.slice(route.text.length) : '', query);
     } catch (error) {
-      reportError(res, error);
+      if (route?.leafErrors === undefined) reportError(res, error);
+      else reportLeafError(req, res, error, route.leafErrors);
     }
     return route === undefined ? unmatched : route.label;
   };
@@ -111,6 +118,7 @@ function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label
     any,
     byMethod,
     notAllowed: `${route.path}; use ${named.join(' or ')}`,
+    leafErrors: route.leafErrors,
   };
 }
 

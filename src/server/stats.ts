@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
-import type { SegmentBufferState } from '../core/segment-buffer.js';
+import type { Range, SegmentBufferState, SegmentSlot } from '../core/segment-buffer.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
 
 /** One second of history: IDs handed out in it, by mode. */
@@ -10,7 +10,21 @@ export interface RatePoint {
   snowflake: number;
 }
 
-export interface TagStats extends SegmentBufferState {
+/** An ID in JSON: a number while it is exact (|id| ≤ 2^53 − 1), else its decimal string. */
+export type JsonId = number | string;
+
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+export function jsonId(id: bigint): JsonId {
+  return id <= SAFE && id >= -SAFE ? Number(id) : id.toString();
+}
+
+/** A tag's buffer as `/v1/stats` shows it: the core's state, with IDs as `JsonId`s. */
+export interface TagStats extends Omit<SegmentBufferState, 'current' | 'next' | 'slots'> {
+  current: { start: JsonId; value: JsonId; max: JsonId; step: number };
+  next: { start: JsonId; max: JsonId; step: number } | undefined;
+  /** The fraction of the current segment handed out, 0 to 1. */
+  used: number;
   /** IDs left in both buffers. */
   left: number;
   /** IDs per second over the last `RATE_WINDOW_S` seconds. */
@@ -101,11 +115,19 @@ export class StatsSampler {
     const now = this.clock.now();
     const tags = (this.segment?.states() ?? [])
       .map((state): TagStats => {
-        const left =
-          Math.max(0, state.current.max - state.current.value) +
-          (state.next ? state.next.max - state.next.start : 0);
+        const { current, next, slots: _slots, ...rest } = state;
+        const currentLeft = current.max > current.value ? Number(current.max - current.value) : 0;
+        const left = currentLeft + (next ? next.step : 0);
         const rate = this.rateOf(state.tag);
-        return { ...state, left, rate, runwaySeconds: rate > 0 ? left / rate : null };
+        return {
+          ...rest,
+          current: currentJson(current),
+          next: next && rangeJson(next),
+          used: current.step > 0 ? 1 - currentLeft / current.step : 0,
+          left,
+          rate,
+          runwaySeconds: rate > 0 ? left / rate : null,
+        };
       })
       .sort((a, b) => (a.tag < b.tag ? -1 : 1));
     const snowflake = this.snowflake;
@@ -131,4 +153,17 @@ export class StatsSampler {
     if (window === undefined || window.length < 2) return 0;
     return ((window.at(-1) as number) - (window[0] as number)) / (window.length - 1);
   }
+}
+
+function currentJson(slot: SegmentSlot): TagStats['current'] {
+  return {
+    start: jsonId(slot.max - BigInt(slot.step)),
+    value: jsonId(slot.value),
+    max: jsonId(slot.max),
+    step: slot.step,
+  };
+}
+
+function rangeJson(range: Range): NonNullable<TagStats['next']> {
+  return { start: jsonId(range.start), max: jsonId(range.max), step: range.step };
 }

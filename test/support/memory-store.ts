@@ -1,5 +1,5 @@
 import { FrondError } from '../../src/core/errors.js';
-import type { Allocation } from '../../src/core/segment-store.js';
+import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../src/core/tag-admin.js';
 
 interface Pending {
@@ -55,6 +55,8 @@ export class MemoryStore implements TagStore {
     const row = this.rows.get(tag);
     if (row === undefined) return undefined;
     const used = step ?? row.step;
+    // As the SQL stores: the check is part of the update, and a refusal leaves the row as it was.
+    if (row.maxId > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.maxId, used);
     row.maxId += BigInt(used);
     row.updateTime = new Date();
     return { maxId: row.maxId, step: used, tableStep: row.step };

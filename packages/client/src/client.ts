@@ -38,8 +38,26 @@ export interface ClientState {
   snowflake: BufferState;
 }
 
-/** The tag rule of the server (Leaf's varchar(128), URL-safe characters). */
-const TAG_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The server's tag rule (src/core/tag.ts): Leaf's varchar(128), any characters but controls. */
+const MAX_TAG_LENGTH = 128;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why `tag` cannot be a tag, or undefined: the same answer the server gives (400 INVALID_TAG). */
+export function tagProblem(tag: string): string | undefined {
+  if (typeof tag !== 'string' || tag === '') return 'a tag is 1 to 128 characters; this one is empty';
+  if (tag.length > MAX_TAG_LENGTH) {
+    let count = 0;
+    for (const _ of tag) if (++count > MAX_TAG_LENGTH) break;
+    if (count > MAX_TAG_LENGTH) return 'a tag is 1 to 128 characters; this one is longer';
+  }
+  if (LONE_SURROGATE.test(tag)) return 'a tag is text: this one has a lone UTF-16 surrogate';
+  if (CONTROL.test(tag)) return 'a tag has no control characters (U+0000 to U+001F, U+007F to U+009F)';
+  if (tag === '.' || tag === '..')
+    return `a tag cannot be ${JSON.stringify(tag)} alone: no URL path carries it`;
+  return undefined;
+}
 /** A bound on one call, so a typo cannot ask for billions of IDs. */
 const MAX_IDS_PER_CALL = 1_000_000;
 
@@ -156,13 +174,14 @@ export class BufferedClient<Id> implements FrondClient<Id> {
     let buffer = this.buffers.get(tag);
     if (buffer === undefined) {
       if (this.isClosed) throw closedError();
-      if (typeof tag !== 'string' || !TAG_PATTERN.test(tag)) {
+      const problem = tagProblem(tag);
+      if (problem !== undefined) {
         throw new FrondClientError(
           'INVALID_TAG',
-          `invalid tag ${JSON.stringify(String(tag).slice(0, 140))}: use 1 to 128 characters of A-Z a-z 0-9 . _ : -`,
+          `invalid tag ${JSON.stringify(String(tag).slice(0, 140))}: ${problem}`,
         );
       }
-      buffer = new SegmentIdBuffer(tag, this.source, this.converters.fromSafeInteger, this.options);
+      buffer = new SegmentIdBuffer(tag, this.source, this.converters, this.options);
       this.buffers.set(tag, buffer);
     }
     this.lastTag = tag;

@@ -1,6 +1,6 @@
 import { type BufferOptions, IdBuffer } from './id-buffer.js';
 import type { IdSource } from './id-source.js';
-import type { FromSafeInteger } from './id-type.js';
+import type { IdConverters } from './id-type.js';
 import type { SegmentRuns } from './segment-runs.js';
 
 /**
@@ -16,29 +16,36 @@ const PREFETCH_AFTER_USED = 0.1;
  * each buffered ID is handed out at most once: a run only moves forward.
  */
 export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
-  // The current run, in plain fields because `tryTake` reads them for every ID.
+  // The current run, in plain fields because `tryTake` reads them for every ID. A run of safe
+  // integers holds the IDs themselves; a run beyond ±(2^53 − 1) offsets from `base` (segment-runs.ts).
   private value = 0;
   private end = 0;
+  private base: bigint | undefined;
   /** The current batch; runs from `runIndex` on are still to come. */
   private runs: number[] = [];
+  private bases: (bigint | undefined)[] = [];
   private runIndex = 0;
   private batchCount = 0;
 
   constructor(
     readonly tag: string,
     private readonly source: IdSource,
-    private readonly convert: FromSafeInteger<Id>,
+    private readonly converters: Pick<IdConverters<Id>, 'fromSafeInteger' | 'fromBigInt'>,
     options: BufferOptions,
   ) {
     super(options);
+    this.convert = converters.fromSafeInteger;
   }
+
+  private readonly convert: (id: number) => Id;
 
   tryTake(): Id | undefined {
     const id = this.value;
     if (id < this.end) {
       this.value = id + 1;
       if (id >= this.prefetchAt) this.prefetch();
-      return this.convert(id);
+      const base = this.base;
+      return base === undefined ? this.convert(id) : this.converters.fromBigInt(base + BigInt(id));
     }
     return this.nextRun() ? this.tryTake() : undefined;
   }
@@ -48,7 +55,9 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
       let id = this.value;
       const end = Math.min(this.end, id + (count - out.length));
       if (id < end) {
-        for (; id < end; id++) out.push(this.convert(id));
+        const base = this.base;
+        if (base === undefined) for (; id < end; id++) out.push(this.convert(id));
+        else for (; id < end; id++) out.push(this.converters.fromBigInt(base + BigInt(id)));
         this.value = end;
         if (end - 1 >= this.prefetchAt) this.prefetch();
       } else if (!this.nextRun()) {
@@ -79,7 +88,9 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
   protected clear(): void {
     this.value = 0;
     this.end = 0;
+    this.base = undefined;
     this.runs = [];
+    this.bases = [];
     this.runIndex = 0;
     this.nextBatch = undefined;
   }
@@ -89,6 +100,7 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     if (this.runIndex < this.runs.length) {
       this.value = this.runs[this.runIndex] as number;
       this.end = this.runs[this.runIndex + 1] as number;
+      this.base = this.bases[this.runIndex / 2];
       this.runIndex += 2;
       this.armPrefetch();
       return true;
@@ -102,6 +114,7 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
 
   protected install(batch: SegmentRuns): void {
     this.runs = batch.runs;
+    this.bases = batch.bases;
     this.runIndex = 0;
     this.batchCount = batch.count;
     this.nextRun();

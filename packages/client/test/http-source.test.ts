@@ -70,8 +70,33 @@ describe('HttpIdSource', () => {
   it('reads a batch as runs of consecutive IDs', async () => {
     const { fetch, calls } = scriptedFetch({ a: [ok(['5', '6', '7', '20', '21'])] });
     const batch = await source(fetch).segment('order', 5);
-    assert.deepEqual(batch, { runs: [5, 8, 20, 22], count: 5 });
+    assert.deepEqual(batch, { runs: [5, 8, 20, 22], bases: [undefined, undefined], count: 5 });
     assert.deepEqual(calls, ['a/v1/segment/order?count=5']);
+  });
+
+  it('reads IDs beyond 2^53 and negative ones exactly, as runs offset from a bigint base', async () => {
+    const top = 2n ** 63n - 1n;
+    const ids = ['-3', '-2', '9007199254740990', '9007199254740991', '9007199254740992', String(top - 1n)];
+    const { fetch } = scriptedFetch({ a: [ok(ids)] });
+    const batch = await source(fetch).segment('t', ids.length);
+    assert.deepEqual(batch, {
+      runs: [-3, -1, 9007199254740990, 9007199254740992, 0, 1, 0, 1],
+      bases: [undefined, undefined, 2n ** 53n, top - 1n],
+      count: 6,
+    });
+  });
+
+  it("encodes a tag the way the server decodes it: 'a:b', '订单', 'a b', 'a/b', 'a%b'", async () => {
+    const { fetch, calls } = scriptedFetch({ a: [ok(['1']), ok(['1']), ok(['1']), ok(['1']), ok(['1'])] });
+    const http = source(fetch);
+    for (const tag of ['a:b', '订单', 'a b', 'a/b', 'a%b']) await http.segment(tag, 1);
+    assert.deepEqual(calls, [
+      'a/v1/segment/a%3Ab?count=1',
+      'a/v1/segment/%E8%AE%A2%E5%8D%95?count=1',
+      'a/v1/segment/a%20b?count=1',
+      'a/v1/segment/a%2Fb?count=1',
+      'a/v1/segment/a%25b?count=1',
+    ]);
   });
 
   it('fails over to the next URL at once on a network error, and keeps using the one that answered', async () => {
@@ -180,7 +205,10 @@ describe('HttpIdSource', () => {
     for (const body of [
       '{"ids":["3","2"]}',
       '{"ids":[]}',
-      '{"ids":["9007199254740993"]}',
+      '{"ids":["9223372036854775808"]}',
+      '{"ids":["9007199254740993","9007199254740993"]}',
+      '{"ids":["9007199254740991","9007199254740992","9007199254740992"]}',
+      '{"ids":["1.5"]}',
       'not json',
       '{"x":1}',
     ]) {

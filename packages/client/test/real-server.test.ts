@@ -16,7 +16,9 @@ describe('@frond/client against a real frond serve', () => {
   }
 
   before(async () => {
-    await Promise.all(['order', 'many', 'load', 'paced'].map((tag) => addTag(store, tag)));
+    await Promise.all(
+      ['order', 'many', 'load', 'paced', 'a:b', '订单', 'a b', 'a/b'].map((tag) => addTag(store, tag)),
+    );
     server = await serve(store, 1);
   });
 
@@ -29,6 +31,15 @@ describe('@frond/client against a real frond serve', () => {
     const pkg = await import('@frond/client');
     const made = client(pkg.createClient({ urls: [server.url], idType: 'string' }));
     assert.match(await made.nextId('order'), /^[0-9]+$/);
+  });
+
+  it("sends tags as the server reads them: 'a:b', '订单', 'a b', 'a/b' each reach their own row", async () => {
+    const made = client(createClient({ urls: [server.url], idType: 'string' }));
+    // Each row starts at 1 (frond tag add): a tag mangled on the way would be TAG_NOT_FOUND or share a row.
+    for (const tag of ['a:b', '订单', 'a b', 'a/b']) {
+      assert.equal(await made.nextId(tag), '1', tag);
+      assert.deepEqual(await made.nextIds(tag, 2), ['2', '3'], tag);
+    }
   });
 
   it('hands out increasing IDs through nextId, nextIds and tryNextId', async () => {
@@ -125,7 +136,7 @@ describe('@frond/client against a real frond serve', () => {
     assert.equal(error.retryable, false);
     assert.equal(error.attempts, 1);
     assert.throws(
-      () => made.tryNextId('bad tag!'),
+      () => made.tryNextId('bad\ttag'),
       (e) => isFrondClientError(e, 'INVALID_TAG'),
     );
   });

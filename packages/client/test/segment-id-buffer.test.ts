@@ -6,13 +6,18 @@ import { SegmentIdBuffer } from '../src/segment-id-buffer.js';
 import { FakeSource, manualClock, turn } from './support/fake-source.js';
 
 function bufferOver(source: FakeSource, options: Partial<BufferOptions> = {}): SegmentIdBuffer<number> {
-  return new SegmentIdBuffer('t', source, (id) => id, {
-    minBatchSize: 10,
-    maxBatchSize: 10_000,
-    batchTargetMs: 1_000,
-    now: Date.now,
-    ...options,
-  });
+  return new SegmentIdBuffer(
+    't',
+    source,
+    { fromSafeInteger: (id) => id, fromBigInt: (id) => Number(id) },
+    {
+      minBatchSize: 10,
+      maxBatchSize: 10_000,
+      batchTargetMs: 1_000,
+      now: Date.now,
+      ...options,
+    },
+  );
 }
 
 describe('SegmentIdBuffer', () => {

@@ -1,7 +1,7 @@
 import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
-import type { Allocation } from '../../core/segment-store.js';
+import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 import {
   COLUMNS,
@@ -24,16 +24,16 @@ export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
 ) ENGINE=InnoDB`;
 
 /**
- * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
+ * Leaf's allocation, sent as one batch so that it costs one round trip instead of
  * four. If a statement fails, the server skips the rest and the transaction stays open; the
  * connection is then destroyed, which rolls it back.
  */
 const ADVANCE_BY_TABLE_STEP = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?;
+UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - step;
 SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
 COMMIT`;
 const ADVANCE_BY = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?;
+UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - ?;
 SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
 COMMIT`;
 
@@ -94,14 +94,19 @@ export class MysqlSegmentStore implements TagStore {
     const [results] =
       step === undefined
         ? await this.query(ADVANCE_BY_TABLE_STEP, [tag, tag])
-        : await this.query(ADVANCE_BY, [step, tag, tag]);
+        : await this.query(ADVANCE_BY, [step, tag, step, tag]);
     const [, update, select] = results as [unknown, mysql.ResultSetHeader, RawRow[], unknown];
-    // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
-    // reserved, whatever the SELECT saw: a row inserted meanwhile was not advanced.
-    if (update.affectedRows === 0) return undefined;
     const row = select[0];
     if (row === undefined) return undefined;
     const tableStep = Number(row.step);
+    // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
+    // reserved: a row whose next range would pass 2^63 - 1 (Leaf's UPDATE would fail on it with
+    // "BIGINT value is out of range"), or a row inserted after the UPDATE, not advanced.
+    if (update.affectedRows === 0) {
+      const used = step ?? tableStep;
+      if (BigInt(row.max_id) > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.max_id, used);
+      return undefined;
+    }
     return { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep };
   }
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
-import type { Allocation } from '../../core/segment-store.js';
+import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 import {
   COLUMNS,
@@ -28,13 +28,15 @@ export const POSTGRES_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
 )`;
 
 // Named statements are parsed once per connection.
+// The bound is part of the UPDATE: a range past 2^63 - 1 changes nothing (PostgreSQL would fail the
+// statement with "bigint out of range", which says less).
 const ADVANCE_BY_TABLE_STEP = {
-  name: 'frond_advance_by_table_step',
-  text: 'UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $1 RETURNING max_id, step',
+  name: 'frond_advance_by_table_step_v2',
+  text: `UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $1 AND max_id <= ${MAX_SEGMENT_ID} - step RETURNING max_id, step`,
 };
 const ADVANCE_BY = {
-  name: 'frond_advance_by',
-  text: 'UPDATE leaf_alloc SET max_id = max_id + $1, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2 RETURNING max_id, step',
+  name: 'frond_advance_by_v2',
+  text: `UPDATE leaf_alloc SET max_id = max_id + $1::int8, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2 AND max_id <= ${MAX_SEGMENT_ID} - $1::int8 RETURNING max_id, step`,
 };
 
 /**
@@ -82,8 +84,18 @@ export class PostgresSegmentStore implements TagStore {
         : { ...ADVANCE_BY, values: [step, tag] },
     );
     const row = result.rows[0];
-    if (row === undefined) return undefined;
-    return { maxId: BigInt(row.max_id), step: step ?? row.step, tableStep: row.step };
+    if (row !== undefined) return { maxId: BigInt(row.max_id), step: step ?? row.step, tableStep: row.step };
+    // Nothing changed: no row, or one whose next range would pass 2^63 - 1.
+    const found = await this.query<{ max_id: string; step: number }>({
+      text: 'SELECT max_id, step FROM leaf_alloc WHERE biz_tag = $1',
+      values: [tag],
+    });
+    const current = found.rows[0];
+    const used = step ?? current?.step ?? 0;
+    if (current !== undefined && BigInt(current.max_id) > MAX_SEGMENT_ID - BigInt(used)) {
+      throw rangeExhausted(tag, current.max_id, used);
+    }
+    return undefined;
   }
 
   async listTags(): Promise<string[]> {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
-import type { Allocation } from '../../core/segment-store.js';
+import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
@@ -41,11 +41,13 @@ export class SqliteSegmentStore implements TagStore {
     this.db.exec(SQLITE_DDL);
     const db = this.db;
     this.statements = {
+      // The bound is part of the UPDATE: past 2^63 - 1 SQLite would turn max_id into a REAL, a
+      // rounded number; here the row is left as it is and `advance` says why.
       advanceByTableStep: db.prepare(
-        'UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?',
+        `UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - step`,
       ),
       advanceBy: db.prepare(
-        'UPDATE leaf_alloc SET max_id = max_id + ?, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ?',
+        `UPDATE leaf_alloc SET max_id = max_id + @step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id <= ${MAX_SEGMENT_ID} - @step`,
       ),
       read: db
         .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = ?')
@@ -61,13 +63,22 @@ export class SqliteSegmentStore implements TagStore {
 
   async advance(tag: string, step?: number): Promise<Allocation | undefined> {
     const run = this.db.transaction((): Allocation | undefined => {
+      // The step is bound as a bigint: a JavaScript number is bound as a REAL, and max_id + REAL
+      // above 2^53 is rounded.
       const changed =
         step === undefined
           ? this.statements.advanceByTableStep.run(tag).changes
-          : this.statements.advanceBy.run(step, tag).changes;
-      if (changed === 0) return undefined;
-      const row = this.statements.read.get(tag) as RawRow;
+          : this.statements.advanceBy.run({ step: BigInt(step), tag }).changes;
+      const row = this.statements.read.get(tag) as RawRow | undefined;
+      if (row === undefined) return undefined;
+      if (typeof row.max_id !== 'bigint') {
+        throw new FrondError(
+          'INVALID_CONFIG',
+          `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id`,
+        );
+      }
       const tableStep = Number(row.step);
+      if (changed === 0) throw rangeExhausted(tag, row.max_id, step ?? tableStep);
       return { maxId: row.max_id, step: step ?? tableStep, tableStep };
     });
     return run.immediate();

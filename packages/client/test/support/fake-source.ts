@@ -40,7 +40,7 @@ export class FakeSource implements IdSource {
       this.next += take + (this.gapEvery > 0 ? 7 : 0);
       left -= take;
     }
-    return { runs, count };
+    return { runs, bases: runs.filter((_, i) => i % 2 === 0).map(() => undefined), count };
   }
 
   async snowflakes(count: number): Promise<string[]> {
