@@ -74,8 +74,10 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   readonly identity: string;
   private readonly cacheFile: WorkerCacheFile;
   private readonly leafCacheFile: LeafCacheFile | undefined;
-  /** The data version of the node after this process's last write to it. */
+  /** The data version of the node after this process's last write to it (kept in the cache file). */
   private nodeVersion: number | undefined;
+  /** Cache-file writes, one at a time (they share one temporary file). */
+  private cacheWrites: Promise<void> = Promise.resolve();
   private readonly paths;
   private client: ZooKeeperClient | undefined;
   private workerId = -1;
@@ -158,9 +160,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   async release(lastTimestamp: number): Promise<void> {
     this.closed = true;
     this.cancelReport?.();
-    // The node's version as this process left it: a next start that finds it unchanged knows no
-    // other process has reported since, and need not watch for a live holder (see register).
-    await this.writeCache(lastTimestamp, this.nodeVersion);
+    await this.writeCache(lastTimestamp);
     await this.client?.close();
   }
 
@@ -287,7 +287,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       );
     const path = `${forever}/${own.node}`;
     if (existed)
-      await this.refuseLiveHolder(client, own, mine?.node === own.node ? mine.releasedVersion : undefined);
+      await this.refuseLiveHolder(client, own, mine?.node === own.node ? mine.nodeVersion : undefined);
     // A node created just now holds this start's own time, not a time an earlier run used.
     const reported = existed ? (leafNodeTimestamp((await client.getData(path)).data) ?? 0) : 0;
     // Report now, but never lower the stored time: a clock behind it must still be caught at the next start.
@@ -362,18 +362,20 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
    * SECONDS)`), and so does frond, but Leaf takes an existing node of its identity without looking
    * (ibid., `nodeMap.get(listenAddress)`): two processes of one ip:port would share a worker ID. So
    * a node written within three report periods (by ZooKeeper's clock) is watched until one and a
-   * half periods after that write; a write meanwhile is a live holder. A node this process's own
-   * last run left at `releasedVersion` on a clean stop, and untouched since, needs no watching.
+   * half periods after that write; a write meanwhile is a live holder. A node still at the version
+   * this data dir's cache file recorded (`ownVersion`) was last written by the previous process on
+   * this data dir, which is gone (the data dir is locked, src/server/data-dir-lock.ts): no other
+   * process has reported since, so there is nothing to watch.
    */
   private async refuseLiveHolder(
     client: ZooKeeperClient,
     own: ForeverNode,
-    releasedVersion: number | undefined,
+    ownVersion: number | undefined,
   ): Promise<void> {
     const { clock, logger } = this.options;
     const path = `${this.paths.forever}/${own.node}`;
     const first = await client.getData(path);
-    if (first.stat.version === releasedVersion) return;
+    if (first.stat.version === ownVersion) return;
     const every = this.options.reportEveryMs ?? LEAF_REPORT_EVERY_MS;
     const ageMs = Math.max(0, (await this.zookeeperNow(client)).mtime - statLong(first.stat.mtime));
     if (ageMs > 3 * every) return;
@@ -403,17 +405,23 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   }
 
   /** Writes `max(cached, lastTimestamp)` into the cache file: its time never goes back. */
-  private async writeCache(lastTimestamp: number, releasedVersion?: number): Promise<void> {
-    const next = Math.max(this.cached, lastTimestamp);
-    await this.cacheFile.write({
-      name: this.options.name,
-      identity: this.identity,
-      workerId: this.workerId,
-      node: this.node,
-      lastTimestamp: next,
-      ...(releasedVersion === undefined ? {} : { releasedVersion }),
-    });
-    this.cached = Math.max(this.cached, next);
+  private writeCache(lastTimestamp: number): Promise<void> {
+    const write = async () => {
+      const next = Math.max(this.cached, lastTimestamp);
+      const nodeVersion = this.nodeVersion;
+      await this.cacheFile.write({
+        name: this.options.name,
+        identity: this.identity,
+        workerId: this.workerId,
+        node: this.node,
+        lastTimestamp: next,
+        ...(nodeVersion === undefined ? {} : { nodeVersion }),
+      });
+      this.cached = Math.max(this.cached, next);
+    };
+    const done = this.cacheWrites.then(write, write);
+    this.cacheWrites = done.catch(() => {});
+    return done;
   }
 
   private scheduleReport(): void {
@@ -445,6 +453,8 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       }
       this.nodeVersion = (await client.setData(path, leafNodeData(host, port, now), stat.version)).version;
       this.lastReported = Math.max(this.lastReported, now);
+      // The version into the cache at once, so a restart after a crash rarely has to watch the node.
+      await this.writeCache(0).catch(() => {});
       return true;
     };
     // A call queued while the server is down would wait in the library's queue; bound it twice
