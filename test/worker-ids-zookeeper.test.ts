@@ -199,7 +199,8 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
 
   it('checks the ZooKeeper flags with one-line errors', async () => {
     const cases: [string[], RegExp][] = [
-      [['--zk', ZOOKEEPER, '--name', 'com-example'], /--name "com-example" has a '-'/],
+      [['--zk', ZOOKEEPER, '--name', 'com/example'], /--name "com\/example" is invalid/],
+      [['--zk', `${ZOOKEEPER}/leaf,${ZOOKEEPER}`, '--name', 'a'], /--zk "127.0.0.1:2181\/leaf" is invalid/],
       [['--zk', ZOOKEEPER], /--zk needs --name/],
       [['--zk', ZOOKEEPER, '--name', 'a', '--port', '0'], /--port 0 has no stable identity/],
       [['--worker-lease'], /--worker-lease needs --zk or --etcd/],
@@ -216,9 +217,9 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
     }
     const fromEnv = await runFrond(['serve', '--no-segment', '--data-dir', tempDir()], {
-      env: { FROND_ZK: ZOOKEEPER, FROND_NAME: 'a-b' },
+      env: { FROND_ZK: ZOOKEEPER, FROND_NAME: 'a b' },
     });
     assert.equal(fromEnv.code, 2);
-    assert.match(fromEnv.stderr, /--name "a-b" has a '-'/);
+    assert.match(fromEnv.stderr, /--name "a b" is invalid/);
   });
 });

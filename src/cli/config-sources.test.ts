@@ -82,14 +82,14 @@ describe('config sources', () => {
     });
   });
 
-  it('rejects an unknown leaf.* key and a bad boolean', () => {
-    assert.throws(
-      () => readLeafProperties(file('l.properties', 'leaf.jdbc.uri=x'), SPECS),
-      /unknown Leaf key "leaf.jdbc.uri"/,
+  it('warns about an unknown leaf.* key and reads switches as Boolean.parseBoolean', () => {
+    const read = readLeafProperties(
+      file('l.properties', 'leaf.jdbc.uri=x\nleaf.segment.enable=maybe\nleaf.snowflake.enable=TRUE\n'),
+      SPECS,
     );
-    assert.throws(
-      () => readLeafProperties(file('l.properties', 'leaf.segment.enable=maybe'), SPECS),
-      /must be true or false/,
-    );
+    assert.deepEqual(read.values, { segment: false, snowflake: true });
+    assert.equal(read.warnings.length, 2);
+    assert.match(read.warnings[0] as string, /unknown Leaf key "leaf.jdbc.uri", ignored/);
+    assert.match(read.warnings[1] as string, /leaf.segment.enable="maybe" is off, as Leaf reads it/);
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
-import { type JdbcDialect, tlsParametersFromJdbc } from './jdbc-tls.js';
+import { storeFromJdbc } from './jdbc-url.js';
 import type { OptionEntry } from './option-entry.js';
 import { didYouMean, type RawValues, turned } from './options.js';
 
@@ -87,35 +87,21 @@ function unescapeJava(text: string): string {
   });
 }
 
-function leafBoolean(value: string, key: string, path: string): boolean {
-  if (/^true$/i.test(value)) return true;
-  if (/^false$/i.test(value)) return false;
-  throw invalid(`${path}: ${key}=${value} must be true or false`);
-}
-
 /**
- * `jdbc:mysql://host:port/db?params` and Leaf's username/password become
- * `mysql://user:pass@host:port/db`, with the URL's TLS properties as TLS parameters.
+ * Leaf reads its switches with Java's `Boolean.parseBoolean` on the value as `Properties` loads it
+ * (trailing blanks kept): "true" in any case is on, anything else (empty, "yes", "1", "true ") is
+ * off; an absent key is Leaf's default (leaf-server/src/main/java/com/sankuai/inf/leaf/server/
+ * service/SegmentService.java and SnowflakeService.java: `Boolean.parseBoolean(properties
+ * .getProperty(KEY, "true"))`). frond reads them the same, and says so when the text is not plainly
+ * true or false.
  */
-function storeFromJdbc(
-  url: string,
-  user: string | undefined,
-  password: string | undefined,
-  path: string,
-): string {
-  const match = /^jdbc:(mysql|mariadb|postgresql):\/\/([^/?]+)\/([^?;]+)/.exec(url.trim());
-  if (!match)
-    throw invalid(
-      `${path}: leaf.jdbc.url ${JSON.stringify(url)} is not a jdbc:mysql:// or jdbc:postgresql:// URL`,
+function leafBoolean(raw: string, key: string, path: string, warnings: string[]): boolean {
+  const on = /^true$/i.test(raw);
+  if (!on && !/^false$/i.test(raw))
+    warnings.push(
+      `${path}: ${key}=${JSON.stringify(raw)} is off, as Leaf reads it (Boolean.parseBoolean: only "true" is on)`,
     );
-  const scheme = match[1] === 'postgresql' ? 'postgres' : 'mysql';
-  const auth = user
-    ? `${encodeURIComponent(user)}${password ? `:${encodeURIComponent(password)}` : ''}@`
-    : '';
-  // The driver's TLS properties become the store's TLS parameters (jdbc-tls.ts).
-  const query = url.trim().slice(match[0].length).replace(/^[?;]/, '');
-  const tls = tlsParametersFromJdbc(match[1] as JdbcDialect, query, `${path}: leaf.jdbc.url`);
-  return `${scheme}://${auth}${match[2]}/${match[3]}${tls.length === 0 ? '' : `?${new URLSearchParams(tls)}`}`;
+  return on;
 }
 
 /** Keys read only together with another key (`leaf.jdbc.url`'s user and password). */
@@ -126,44 +112,57 @@ const LEAF_COMPANION_KEYS = ['leaf.jdbc.username', 'leaf.jdbc.password'];
  * (booleans as `true`/`false`). A new key needs only a `leafKey` on its entry, and a line here if
  * its value must be converted.
  */
-const LEAF_CONVERSIONS: Record<string, (value: string, props: Map<string, string>, path: string) => string> =
-  {
-    'leaf.jdbc.url': (url, props, path) =>
-      storeFromJdbc(
-        url,
-        props.get('leaf.jdbc.username')?.trim(),
-        props.get('leaf.jdbc.password')?.trim(),
-        path,
-      ),
-  };
+const LEAF_CONVERSIONS: Record<
+  string,
+  (value: string, props: Map<string, string>, path: string, warnings: string[]) => string
+> = {
+  'leaf.jdbc.url': (url, props, path, warnings) => {
+    const converted = storeFromJdbc(
+      url,
+      props.get('leaf.jdbc.username')?.trim(),
+      props.get('leaf.jdbc.password')?.trim(),
+      `${path}: leaf.jdbc.url`,
+    );
+    warnings.push(...converted.warnings);
+    return converted.store;
+  },
+};
+
+/** A leaf.properties read: the values, and a line for each thing frond reads differently or not at all. */
+export interface LeafProperties extends RawValues {
+  warnings: string[];
+}
 
 /**
- * `--leaf-config leaf.properties`: the entries' `leafKey`s, so a Leaf user keeps its file. As in
- * Leaf's code, an absent `leaf.segment.enable` or `leaf.snowflake.enable` means on. An unknown
- * `leaf.*` key stops the start (a typo would otherwise be silently ignored); other keys (Spring's)
+ * `--leaf-config leaf.properties`: the entries' `leafKey`s, so a Leaf user keeps its file. Switches
+ * read as Leaf reads them (`leafBoolean`). An unknown `leaf.*` key is warned about (Leaf ignores
+ * it too: it only asks for the keys it knows, leaf-server/.../Constants.java); other keys (Spring's)
  * are left alone.
  */
-export function readLeafProperties(path: string, options: readonly OptionEntry[]): RawValues {
+export function readLeafProperties(path: string, options: readonly OptionEntry[]): LeafProperties {
   const props = parseProperties(readText(path, '--leaf-config'));
   const known = new Set([...options.map((entry) => entry.leafKey), ...LEAF_COMPANION_KEYS]);
+  const warnings: string[] = [];
   for (const key of props.keys()) {
     if (key.startsWith('leaf.') && !known.has(key))
-      throw invalid(`${path}: unknown Leaf key ${JSON.stringify(key)}`);
+      warnings.push(`${path}: unknown Leaf key ${JSON.stringify(key)}, ignored (as Leaf does)`);
   }
   const values: RawValues['values'] = {};
   const sources: RawValues['sources'] = {};
   for (const entry of options) {
     const key = entry.leafKey;
-    const value = key === undefined ? undefined : props.get(key)?.trim();
-    if (key === undefined || !value) continue;
-    const convert = LEAF_CONVERSIONS[key];
-    values[entry.name] =
-      entry.type === 'boolean'
-        ? leafBoolean(value, key, path)
-        : convert === undefined
-          ? value
-          : convert(value, props, path);
+    if (key === undefined) continue;
+    const raw = props.get(key);
+    if (raw === undefined) continue;
+    if (entry.type === 'boolean') {
+      values[entry.name] = leafBoolean(raw, key, path, warnings);
+    } else {
+      const value = raw.trim();
+      if (value === '') continue;
+      const convert = LEAF_CONVERSIONS[key];
+      values[entry.name] = convert === undefined ? value : convert(value, props, path, warnings);
+    }
     sources[entry.name] = `${path}: ${key}`;
   }
-  return { values, sources };
+  return { values, sources, warnings };
 }

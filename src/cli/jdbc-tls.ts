@@ -56,6 +56,13 @@ const POSTGRESQL_TLS_KEYS = [
   'sslhostnameverifier',
 ];
 
+/** Whether `key` (any case) is one of the driver's TLS properties, read by `tlsParametersFromJdbc`. */
+export function isJdbcTlsKey(dialect: JdbcDialect, key: string): boolean {
+  const keys =
+    dialect === 'mysql' ? MYSQL_TLS_KEYS : dialect === 'mariadb' ? MARIADB_TLS_KEYS : POSTGRESQL_TLS_KEYS;
+  return keys.includes(key.toLowerCase());
+}
+
 /**
  * The store URL's TLS parameters (`ssl-mode=REQUIRED`, `sslmode=verify-full`, …) for the TLS
  * properties in a JDBC URL's query; an empty list when it has none (plain TCP, as before).

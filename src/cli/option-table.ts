@@ -10,6 +10,7 @@ import { RESERVED_DESCRIPTORS } from '../server/http-server.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
+  DEFAULT_LEAF_TMPDIR,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_MAX_CLOCK_SKEW_MS,
 } from '../worker-ids/worker-id-registry.js';
@@ -59,6 +60,8 @@ export const SERVE_OPTIONS = [
     name: 'host',
     flag: 'host',
     default: '127.0.0.1',
+    describedDefault: '`127.0.0.1`; with `--leaf-config`, `0.0.0.0` as Leaf (logged)',
+    leafKey: 'server.address',
     placeholder: 'HOST',
     help: 'address to listen on (`0.0.0.0` for all)',
   }),
@@ -89,7 +92,7 @@ export const SERVE_OPTIONS = [
     default: undefined,
     leafKey: 'leaf.snowflake.zk.address',
     placeholder: 'HOST:PORT[,…]',
-    help: 'ZooKeeper `host:port[,host:port…]` for worker IDs',
+    help: 'ZooKeeper `host:port[,host:port…][/chroot]` for worker IDs',
   }),
   string({
     name: 'etcd',
@@ -105,7 +108,7 @@ export const SERVE_OPTIONS = [
     describedDefault: 'none (required with `--zk`/`--etcd`)',
     leafKey: 'leaf.name',
     placeholder: 'NAME',
-    help: 'paths live under `/snowflake/NAME/` (no `-`)',
+    help: 'paths live under `/snowflake/NAME/`',
   }),
   string({
     name: 'advertise',
@@ -124,6 +127,14 @@ export const SERVE_OPTIONS = [
     describedDefault: 'the HTTP port',
     leafKey: 'leaf.snowflake.port',
     help: 'only the port of that identity',
+  }),
+  string({
+    name: 'leafTmpdir',
+    flag: 'leaf-tmpdir',
+    default: DEFAULT_LEAF_TMPDIR,
+    describedDefault: "`/tmp` (Java's `java.io.tmpdir` on Linux)",
+    placeholder: 'DIR',
+    help: "Leaf layout: Leaf's own worker cache `DIR/NAME/leafconf/PORT/workerID.properties` is read and kept written, for cutting over from Leaf and rolling back to it; `none`: neither",
   }),
   boolean({
     name: 'workerLease',

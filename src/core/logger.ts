@@ -11,6 +11,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export type LogEvent =
   // A node's life (src/cli, src/server).
   | 'listening'
+  | 'config.warning'
   | 'stopped'
   | 'shutdown'
   | 'shutdown_failed'
@@ -51,6 +52,8 @@ export type LogEvent =
   | 'worker.claim_waiting'
   | 'worker.clock_compared'
   | 'worker.heartbeat_failed'
+  | 'worker.holder_check'
+  | 'worker.leaf_cache_failed'
   | 'worker.lease_lost'
   | 'worker.lease_regained'
   | 'worker.reclaim_failed'

@@ -21,6 +21,8 @@ export interface CoordinatorConfig {
   coordinatorTimeoutMs: number;
   /** Leaf mode: refuse to start with a clock further than this from the other live nodes'; 0: off. */
   clockMaxSkewMs: number;
+  /** Leaf layout: Leaf's `java.io.tmpdir`, for its worker cache file; undefined: not used. */
+  leafTmpdir?: string | undefined;
 }
 
 /** What every source is opened with besides its own configuration. */
@@ -58,7 +60,8 @@ export interface CoordinatorBackend {
   readonly flag: string;
   /** What the endpoint list looks like, for messages: `host:port[,host:port…]`. */
   readonly endpointsUsage: string;
-  isEndpoint(endpoint: string): boolean;
+  /** `last`: the list's last endpoint (ZooKeeper's chroot, `host:port/path`, may follow only it). */
+  isEndpoint(endpoint: string, last: boolean): boolean;
   /** Whether it also offers Leaf's persistent layout (identity = ip:port); if not, always lease mode. */
   readonly leafLayout: boolean;
   open(config: CoordinatorConfig, identity: NodeIdentity, context: WorkerSourceContext): WorkerIdSource;

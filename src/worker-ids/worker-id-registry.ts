@@ -25,6 +25,8 @@ export interface CoordinatorFlags {
   workerLeaseTtlMs: number;
   coordinatorTimeoutMs: number;
   clockMaxSkewMs: number;
+  /** Leaf's `java.io.tmpdir` (`none`: Leaf's cache file is neither read nor written). */
+  leafTmpdir?: string;
   workerId: number | undefined;
   /** The HTTP port: the identity's port unless advertised. */
   port: number;
@@ -33,6 +35,8 @@ export interface CoordinatorFlags {
 export const DEFAULT_LEASE_TTL_MS = 6_000;
 export const DEFAULT_COORDINATOR_TIMEOUT_MS = 3_000;
 export const DEFAULT_MAX_CLOCK_SKEW_MS = 5_000;
+/** Java's `java.io.tmpdir` on Linux and macOS servers, where Leaf keeps its worker cache. */
+export const DEFAULT_LEAF_TMPDIR = '/tmp';
 
 function usage(message: string): FrondError {
   return new FrondError('INVALID_ARGUMENT', message);
@@ -54,19 +58,20 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
   const name = flags.name;
   if (name === undefined)
     throw usage(`${flag} needs --name (Leaf's leaf.name), e.g. --name com.example.orders`);
-  if (name.includes('-'))
-    throw usage(
-      `--name ${JSON.stringify(name)} has a '-': Leaf splits node names at '-', so it cannot be used`,
-    );
-  if (!/^[A-Za-z0-9_.]{1,200}$/.test(name) || name === '.' || name === '..')
-    throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.' and '_'`);
+  // A '-' is fine: Leaf splits at '-' only the children of `forever` (`ip:port-seq`), which hold no
+  // name. The one place Leaf splits a path with the name in it is a new node's first start
+  // (SnowflakeZookeeperHolder.java: `newNode.split("-")[1]` on the created path): with a '-' in the
+  // name that throws after the node is created, Leaf's start fails, and its next start finds the
+  // node and takes its number, the number frond takes from the child's name at once.
+  if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name === '.' || name === '..')
+    throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.', '_' and '-'`);
   const endpoints = (endpointsOf(flags, backend) as string)
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
   if (endpoints.length === 0) throw usage(`${flag} is empty`);
-  for (const endpoint of endpoints) {
-    if (!backend.isEndpoint(endpoint))
+  for (const [i, endpoint] of endpoints.entries()) {
+    if (!backend.isEndpoint(endpoint, i === endpoints.length - 1))
       throw usage(`${flag} ${JSON.stringify(endpoint)} is invalid: use ${backend.endpointsUsage}`);
   }
   let advertiseHost: string | undefined;
@@ -100,6 +105,7 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
     workerLeaseTtlMs: flags.workerLeaseTtlMs,
     coordinatorTimeoutMs: flags.coordinatorTimeoutMs,
     clockMaxSkewMs: flags.clockMaxSkewMs,
+    leafTmpdir: flags.leafTmpdir === 'none' ? undefined : (flags.leafTmpdir ?? DEFAULT_LEAF_TMPDIR),
   };
 }
 

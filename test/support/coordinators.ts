@@ -172,6 +172,9 @@ export function leafModeArgs(
     `127.0.0.1:${port}`,
     '--data-dir',
     dataDir,
+    // Leaf's worker cache beside the data dir, not in /tmp.
+    '--leaf-tmpdir',
+    `${dataDir}/leaf-tmpdir`,
     ...extra,
   ];
 }

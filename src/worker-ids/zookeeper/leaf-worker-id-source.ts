@@ -1,13 +1,15 @@
 import { join } from 'node:path';
-import { type Clock, within } from '../../core/clock.js';
+import { type Clock, sleep, within } from '../../core/clock.js';
 import { describeError, FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
 import { type ClockReport, clockSkew } from './clock-skew.js';
+import { LeafCacheFile } from './leaf-cache-file.js';
 import { type WorkerCache, WorkerCacheFile } from './worker-cache-file.js';
 import {
   CreateMode,
+  isZooKeeperError,
   statLong,
   ZooKeeperClient,
   ZooKeeperError,
@@ -31,7 +33,7 @@ const SESSION_TIMEOUT_MS = 6_000;
 export interface LeafZooKeeperOptions {
   /** `host:port[,host:port…]`. */
   connect: string;
-  /** Leaf's `leaf.name`; no `-` (Leaf splits node names at `-`). */
+  /** Leaf's `leaf.name`. */
   name: string;
   /** The identity `host:port`: the first non-internal IPv4 and the HTTP port, or `--advertise`. */
   host: string;
@@ -47,6 +49,11 @@ export interface LeafZooKeeperOptions {
    */
   unreportedMarginMs: number;
   reportEveryMs?: number;
+  /**
+   * Java's `java.io.tmpdir` of the Leaf nodes this one replaces: Leaf's cache file
+   * `{tmpdir}/{name}/leafconf/{port}/workerID.properties` is read and kept written. Undefined: none.
+   */
+  leafTmpdir?: string | undefined;
   clock: Clock;
   logger: Logger;
 }
@@ -66,6 +73,11 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   readonly description: string;
   readonly identity: string;
   private readonly cacheFile: WorkerCacheFile;
+  private readonly leafCacheFile: LeafCacheFile | undefined;
+  /** The data version of the node after this process's last write to it (kept in the cache file). */
+  private nodeVersion: number | undefined;
+  /** Cache-file writes, one at a time (they share one temporary file). */
+  private cacheWrites: Promise<void> = Promise.resolve();
   private readonly paths;
   private client: ZooKeeperClient | undefined;
   private workerId = -1;
@@ -82,6 +94,10 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     this.paths = zookeeperPaths(options.name);
     this.description = `zookeeper:${options.connect}${this.paths.forever}/${this.identity}`;
     this.cacheFile = new WorkerCacheFile(join(options.dataDir, ZOOKEEPER_CACHE_FILE));
+    this.leafCacheFile =
+      options.leafTmpdir === undefined
+        ? undefined
+        : new LeafCacheFile(options.leafTmpdir, options.name, options.port);
   }
 
   async acquire(): Promise<WorkerLease> {
@@ -94,17 +110,18 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
         cached: `${cached.name}/${cached.identity}`,
         now: `${name}/${this.identity}`,
       });
+    const leafCached = await this.readLeafCache();
     const client = ZooKeeperClient.open(this.clientOptions());
     let registered: Awaited<ReturnType<typeof this.register>>;
     try {
       await client.waitConnected(this.options.timeoutMs);
-      registered = await this.register(client);
+      registered = await this.register(client, mine);
     } catch (error) {
       // ZooKeeper down or too slow: Leaf's fallback, keeping the client to report once it is back.
       if (error instanceof ZooKeeperError && mine !== undefined)
-        return this.startFromCache(mine, error, client);
+        return this.startFromCache(mine, leafCached, error, client);
       await client.close();
-      if (error instanceof ZooKeeperError) return this.startFromCache(mine, error, undefined);
+      if (error instanceof ZooKeeperError) return this.startFromCache(mine, leafCached, error, undefined);
       throw error;
     }
     this.client = client;
@@ -113,6 +130,14 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     this.lastReported = registered.written;
     if (mine && mine.workerId !== this.workerId)
       logger.log('warn', 'worker.cache_mismatch', { cachedWorkerId: mine.workerId, workerId: this.workerId });
+    if (leafCached !== undefined && leafCached !== this.workerId)
+      logger.log('warn', 'worker.cache_mismatch', {
+        cache: this.leafCacheFile?.path,
+        cachedWorkerId: leafCached,
+        workerId: this.workerId,
+      });
+    // As Leaf's updateLocalWorkerID after each registration, so Leaf can start from it again.
+    await this.writeLeafCache();
     // Without its cache file a node that ran before may have issued IDs up to a report period and
     // the record-ahead past its last report.
     const margin = registered.existed && mine === undefined ? this.options.unreportedMarginMs : 0;
@@ -139,22 +164,64 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     await this.client?.close();
   }
 
+  /** Leaf's cache file's worker ID; a file that cannot be read is logged and left out. */
+  private async readLeafCache(): Promise<number | undefined> {
+    try {
+      return await this.leafCacheFile?.read();
+    } catch (error) {
+      this.options.logger.log('warn', 'worker.leaf_cache_failed', {
+        cache: this.leafCacheFile?.path,
+        error: describeError(error),
+      });
+      return undefined;
+    }
+  }
+
+  /** Leaf's cache file, `workerID=<n>`; a failure is logged (Leaf logs and goes on, too). */
+  private async writeLeafCache(): Promise<void> {
+    try {
+      await this.leafCacheFile?.write(this.workerId);
+    } catch (error) {
+      this.options.logger.log('warn', 'worker.leaf_cache_failed', {
+        cache: this.leafCacheFile?.path,
+        error: describeError(error),
+      });
+    }
+  }
+
   private clientOptions() {
     const { connect, timeoutMs, clock } = this.options;
     return { connect, timeoutMs, clock, sessionTimeoutMs: SESSION_TIMEOUT_MS };
   }
 
-  /** Leaf's fallback, with the clock still checked: the cache records the last time used. */
-  private startFromCache(
+  /**
+   * Leaf's fallback, with the clock still checked: the cache records the last time used. Leaf's own
+   * cache file holds a worker ID but no time, so alone it is not enough: the IDs Leaf issued are
+   * unknown, as with no cache at all (docs/worker-ids.md); and when it names another worker ID than
+   * frond's, one of them is stale and nothing here says which.
+   */
+  private async startFromCache(
     mine: WorkerCache | undefined,
+    leafCached: number | undefined,
     error: unknown,
     client: ZooKeeperClient | undefined,
-  ): WorkerLease {
+  ): Promise<WorkerLease> {
+    const leafPath = this.leafCacheFile?.path;
+    const refuse = async (message: string) => {
+      await client?.close();
+      return new FrondError('WORKER_ID_UNAVAILABLE', `${describeError(error)}; ${message}`, { cause: error });
+    };
+    if (mine === undefined && leafCached !== undefined)
+      throw await refuse(
+        `Leaf's cache ${leafPath} gives worker ID ${leafCached} but no time, so the IDs it was used for cannot be stayed above (${this.cacheFile.path} is missing): start once with ZooKeeper reachable`,
+      );
     if (mine === undefined)
-      throw new FrondError(
-        'WORKER_ID_UNAVAILABLE',
-        `${describeError(error)}; and ${this.cacheFile.path} holds no worker ID for ${this.identity}: a node's first start needs ZooKeeper`,
-        { cause: error },
+      throw await refuse(
+        `and ${this.cacheFile.path} holds no worker ID for ${this.identity}: a node's first start needs ZooKeeper`,
+      );
+    if (leafCached !== undefined && leafCached !== mine.workerId)
+      throw await refuse(
+        `${this.cacheFile.path} gives worker ID ${mine.workerId} but Leaf's cache ${leafPath} gives ${leafCached} (a Leaf node of this port registered since?): start with ZooKeeper reachable`,
       );
     this.workerId = mine.workerId;
     this.node = mine.node;
@@ -165,16 +232,28 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       cache: this.cacheFile.path,
       error: describeError(error),
     });
+    await this.writeLeafCache();
     // Reports resume once ZooKeeper answers again.
     this.client = client ?? ZooKeeperClient.open(this.clientOptions());
     this.scheduleReport();
     return { workerId: mine.workerId, lastTimestamp: mine.lastTimestamp };
   }
 
-  private async register(client: ZooKeeperClient) {
+  private async register(client: ZooKeeperClient, mine: WorkerCache | undefined) {
     const { clock, host, port } = this.options;
     const forever = this.paths.forever;
-    await client.mkdirp(forever);
+    try {
+      await client.mkdirp(forever);
+    } catch (error) {
+      // ZooKeeper does not create a chroot; neither does Curator, so Leaf needs it made too.
+      const chroot = /\/.*$/.exec(this.options.connect)?.[0];
+      if (chroot === undefined || !isZooKeeperError(error, 'NO_NODE')) throw error;
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `ZooKeeper has no ${chroot}, the chroot of ${this.options.connect}: create it (zkCli.sh create ${chroot}) and start again`,
+        { cause: error },
+      );
+    }
     const listed = await client.getChildren(forever);
     let children = listed.children;
     let own = lowestOf(children, this.identity);
@@ -207,11 +286,13 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
         `worker ID ${own.workerId} (${forever}/${own.node}) was also leased in lease mode under the same name ${this.options.name}; give Leaf mode and lease mode different names`,
       );
     const path = `${forever}/${own.node}`;
+    if (existed)
+      await this.refuseLiveHolder(client, own, mine?.node === own.node ? mine.nodeVersion : undefined);
     // A node created just now holds this start's own time, not a time an earlier run used.
     const reported = existed ? (leafNodeTimestamp((await client.getData(path)).data) ?? 0) : 0;
     // Report now, but never lower the stored time: a clock behind it must still be caught at the next start.
     const written = Math.max(clock.now(), reported);
-    await client.setData(path, leafNodeData(host, port, written));
+    this.nodeVersion = (await client.setData(path, leafNodeData(host, port, written))).version;
     return { own, existed, reported, written };
   }
 
@@ -221,22 +302,11 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
    * only `forever`), with this node's clock taken halfway through that round trip.
    */
   private async compareClocks(client: ZooKeeperClient, children: string[]): Promise<void> {
-    const { clock } = this.options;
     const others = children
       .map(parseForeverNode)
       .filter((node) => node !== undefined && node.identity !== this.identity);
     if (others.length === 0) return;
-    const sent = clock.now();
-    let stat: ZooKeeperStat;
-    try {
-      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
-    } catch (error) {
-      if (!(error instanceof ZooKeeperError) || error.zkCode !== 'NO_NODE') throw error;
-      await client.mkdirp(this.paths.clock);
-      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
-    }
-    const received = clock.now();
-    const own: ClockReport = { timestamp: (sent + received) / 2, mtime: statLong(stat.mtime) };
+    const own = await this.zookeeperNow(client);
     const reports = await Promise.all(
       others.map(async (node) => {
         if (node === undefined) return undefined;
@@ -267,6 +337,66 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     );
   }
 
+  /**
+   * ZooKeeper's clock now: the mtime of a write to `/snowflake/{name}/clock` (a node of frond's own;
+   * Leaf reads only `forever`), with this node's clock taken halfway through that round trip.
+   */
+  private async zookeeperNow(client: ZooKeeperClient): Promise<ClockReport> {
+    const { clock } = this.options;
+    const sent = clock.now();
+    let stat: ZooKeeperStat;
+    try {
+      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
+    } catch (error) {
+      if (!(error instanceof ZooKeeperError) || error.zkCode !== 'NO_NODE') throw error;
+      await client.mkdirp(this.paths.clock);
+      stat = await client.setData(this.paths.clock, Buffer.from(String(sent)));
+    }
+    const received = clock.now();
+    return { timestamp: (sent + received) / 2, mtime: statLong(stat.mtime) };
+  }
+
+  /**
+   * Refuses to take a worker ID another process still reports into. Leaf writes its node every 3 s
+   * while it runs (SnowflakeZookeeperHolder.java: `scheduleWithFixedDelay(… updateNewData …, 1L, 3L,
+   * SECONDS)`), and so does frond, but Leaf takes an existing node of its identity without looking
+   * (ibid., `nodeMap.get(listenAddress)`): two processes of one ip:port would share a worker ID. So
+   * a node written within three report periods (by ZooKeeper's clock) is watched until one and a
+   * half periods after that write; a write meanwhile is a live holder. A node still at the version
+   * this data dir's cache file recorded (`ownVersion`) was last written by the previous process on
+   * this data dir, which is gone (the data dir is locked, src/server/data-dir-lock.ts): no other
+   * process has reported since, so there is nothing to watch.
+   */
+  private async refuseLiveHolder(
+    client: ZooKeeperClient,
+    own: ForeverNode,
+    ownVersion: number | undefined,
+  ): Promise<void> {
+    const { clock, logger } = this.options;
+    const path = `${this.paths.forever}/${own.node}`;
+    const first = await client.getData(path);
+    if (first.stat.version === ownVersion) return;
+    const every = this.options.reportEveryMs ?? LEAF_REPORT_EVERY_MS;
+    const ageMs = Math.max(0, (await this.zookeeperNow(client)).mtime - statLong(first.stat.mtime));
+    if (ageMs > 3 * every) return;
+    const waitMs = Math.max(0, Math.ceil(1.5 * every - ageMs));
+    logger.log('info', 'worker.holder_check', { node: path, lastWriteAgoMs: ageMs, waitMs });
+    const until = clock.now() + waitMs;
+    for (;;) {
+      const { data, stat } = await client.getData(path);
+      if (stat.version !== first.stat.version) {
+        const laterMs = statLong(stat.mtime) - statLong(first.stat.mtime);
+        throw new FrondError(
+          'WORKER_ID_UNAVAILABLE',
+          `worker ID ${own.workerId} is held by a live process: ${path} (${data.toString('utf8')}) was written ${ageMs} ms before this start and again ${laterMs} ms later, as a running Leaf or frond node of ${own.identity} does every ${every / 1000} s; stop it, or give this node another identity (--advertise)`,
+        );
+      }
+      const left = until - clock.now();
+      if (left <= 0) return;
+      await sleep(clock, Math.min(250, left));
+    }
+  }
+
   private exhausted(sequence: number, children: number): FrondError {
     return new FrondError(
       'WORKER_ID_UNAVAILABLE',
@@ -275,16 +405,23 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   }
 
   /** Writes `max(cached, lastTimestamp)` into the cache file: its time never goes back. */
-  private async writeCache(lastTimestamp: number): Promise<void> {
-    const next = Math.max(this.cached, lastTimestamp);
-    await this.cacheFile.write({
-      name: this.options.name,
-      identity: this.identity,
-      workerId: this.workerId,
-      node: this.node,
-      lastTimestamp: next,
-    });
-    this.cached = Math.max(this.cached, next);
+  private writeCache(lastTimestamp: number): Promise<void> {
+    const write = async () => {
+      const next = Math.max(this.cached, lastTimestamp);
+      const nodeVersion = this.nodeVersion;
+      await this.cacheFile.write({
+        name: this.options.name,
+        identity: this.identity,
+        workerId: this.workerId,
+        node: this.node,
+        lastTimestamp: next,
+        ...(nodeVersion === undefined ? {} : { nodeVersion }),
+      });
+      this.cached = Math.max(this.cached, next);
+    };
+    const done = this.cacheWrites.then(write, write);
+    this.cacheWrites = done.catch(() => {});
+    return done;
   }
 
   private scheduleReport(): void {
@@ -314,8 +451,10 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
         this.lastReported = Math.max(this.lastReported, stored);
         return true;
       }
-      await client.setData(path, leafNodeData(host, port, now), stat.version);
+      this.nodeVersion = (await client.setData(path, leafNodeData(host, port, now), stat.version)).version;
       this.lastReported = Math.max(this.lastReported, now);
+      // The version into the cache at once, so a restart after a crash rarely has to watch the node.
+      await this.writeCache(0).catch(() => {});
       return true;
     };
     // A call queued while the server is down would wait in the library's queue; bound it twice

@@ -15,6 +15,8 @@ export interface WorkerCache {
   node: string;
   /** The highest timestamp (ms) the node may have put in an ID. */
   lastTimestamp: number;
+  /** The node's data version after this node's last write to it: unchanged at a restart, no other process reported since. */
+  nodeVersion?: number;
 }
 
 export class WorkerCacheFile {

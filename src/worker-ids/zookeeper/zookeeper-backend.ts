@@ -9,8 +9,12 @@ export const zookeeperBackend: CoordinatorBackend = {
   kind: 'zookeeper',
   setting: 'zk',
   flag: '--zk',
-  endpointsUsage: 'host:port[,host:port…]',
-  isEndpoint: (endpoint) => /^[A-Za-z0-9.\-_]+:[0-9]{1,5}$/.test(endpoint),
+  endpointsUsage: 'host:port[,host:port…][/chroot]',
+  // A chroot after the last server, as ZooKeeper's own connect string (and so Leaf's
+  // leaf.snowflake.zk.address, handed to Curator as it is): every path is then under it.
+  isEndpoint: (endpoint, last) =>
+    /^[A-Za-z0-9.\-_]+:[0-9]{1,5}$/.test(endpoint) ||
+    (last && /^[A-Za-z0-9.\-_]+:[0-9]{1,5}(\/[A-Za-z0-9.\-_]+)+$/.test(endpoint)),
   leafLayout: true,
   open(config, identity, context) {
     const connect = config.endpoints.join(',');
@@ -24,6 +28,7 @@ export const zookeeperBackend: CoordinatorBackend = {
         dataDir: context.dataDir,
         timeoutMs: config.coordinatorTimeoutMs,
         maxClockSkewMs: config.clockMaxSkewMs,
+        leafTmpdir: config.leafTmpdir,
         unreportedMarginMs: LEAF_REPORT_EVERY_MS + context.recordAheadMs,
         clock,
         logger,

@@ -1,0 +1,520 @@
+// Leaf compatibility (issue 12, items 3, 5, 6 and 7): a Leaf user's leaf.properties, worker cache and
+// ZooKeeper tree, as Leaf itself reads and writes them. The expected Leaf behaviour is written down
+// from Leaf's source (Meituan-Dianping/Leaf), the file cited at each test.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { readLeafProperties } from '../src/cli/config-sources.js';
+import { SERVE_OPTIONS } from '../src/cli/option-table.js';
+import { parseServeArgs } from '../src/cli/serve.js';
+import { isFrondError } from '../src/core/errors.js';
+import { detectIpv4 } from '../src/worker-ids/worker-id-registry.js';
+import { CreateMode } from '../src/worker-ids/zookeeper/zookeeper-client.js';
+import { leafNodeData, zookeeperPaths } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
+import { leafModeArgs, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
+import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { workerIdOf } from './support/snowflake-traffic.js';
+import { testDatabase } from './support/test-database.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function leafProperties(lines: string[]): string {
+  const path = join(tempDir(), 'leaf.properties');
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+function warningsOf(node: FrondProcess): string[] {
+  return node.logs
+    .map((line) => JSON.parse(line) as { event: string; message?: string })
+    .filter((event) => event.event === 'config.warning')
+    .map((event) => event.message as string);
+}
+
+function listeningHost(node: FrondProcess): string {
+  const line = node.logs.find((text) => text.includes('"listening"')) as string;
+  return new URL((JSON.parse(line) as { url: string }).url).hostname;
+}
+
+/** Leaf's cache file of `name` and `port` under `tmpdir` (SnowflakeZookeeperHolder.java's PROP_PATH). */
+function leafCachePath(tmpdir: string, name: string, port: number): string {
+  return join(tmpdir, name, 'leafconf', String(port), 'workerID.properties');
+}
+
+describe('Leaf compatibility: listening (item 3)', () => {
+  // Leaf is a Spring Boot application (leaf-server/.../LeafServerApplication.java) whose
+  // application.properties sets no server.address: Spring Boot then listens on every interface.
+  it('with --leaf-config listens on every interface, as Leaf, and says so at start', async (t) => {
+    // Segment mode off; snowflake mode (Leaf's default: on) with a worker ID given on the command line.
+    const both = leafProperties(['leaf.segment.enable=false']);
+    const args = ['--leaf-config', both, '--port', '0', '--data-dir', tempDir(), '--worker-id', '3'];
+    const node = await startFrond(args);
+    t.after(() => node.stop('SIGKILL'));
+    assert.equal(listeningHost(node), '0.0.0.0');
+    assert.ok(
+      warningsOf(node).some((message) => /every interface \(0\.0\.0\.0\) as Leaf does/.test(message)),
+      node.logs.join('\n'),
+    );
+    const port = new URL(node.url).port;
+    const ip = detectIpv4();
+    if (ip !== undefined) {
+      // A remote client's way in: the machine's own address, not loopback.
+      const answer = await fetch(`http://${ip}:${port}/api/snowflake/get/any`);
+      assert.equal(answer.status, 200);
+    }
+    const loopback = await startFrond([
+      ...args.slice(0, 4),
+      '--data-dir',
+      tempDir(),
+      '--worker-id',
+      '3',
+      '--host',
+      '127.0.0.1',
+    ]);
+    t.after(() => loopback.stop('SIGKILL'));
+    assert.equal(listeningHost(loopback), '127.0.0.1');
+    assert.deepEqual(warningsOf(loopback), []);
+    const fromFile = leafProperties(['leaf.segment.enable=false', 'server.address=127.0.0.1']);
+    assert.equal(
+      parseServeArgs(['--leaf-config', fromFile, '--worker-id', '1'], {}).host,
+      '127.0.0.1',
+      'server.address',
+    );
+    assert.equal(parseServeArgs(['--worker-id', '1'], {}).host, '127.0.0.1', 'without --leaf-config');
+  });
+});
+
+describe('Leaf compatibility: leaf.properties as Leaf reads it (item 5)', () => {
+  // leaf-server/src/main/java/com/sankuai/inf/leaf/server/service/SegmentService.java and
+  // SnowflakeService.java: Boolean.parseBoolean(properties.getProperty(KEY, "true")). Absent: on;
+  // "true" in any case: on; anything else, the empty text and "true " (Properties keeps trailing
+  // blanks) included: off.
+  it('reads leaf.segment.enable and leaf.snowflake.enable as Boolean.parseBoolean', () => {
+    const cases: [string | undefined, boolean, boolean][] = [
+      [undefined, true, false],
+      ['true', true, false],
+      ['TRUE', true, false],
+      ['True', true, false],
+      ['false', false, false],
+      ['FALSE', false, false],
+      ['', false, true],
+      ['yes', false, true],
+      ['1', false, true],
+      ['on', false, true],
+      ['true ', false, true],
+    ];
+    for (const [text, on, warned] of cases) {
+      const lines = text === undefined ? ['leaf.name=x'] : [`leaf.snowflake.enable=${text}`];
+      const read = readLeafProperties(leafProperties(lines), SERVE_OPTIONS);
+      assert.equal(read.values.snowflake ?? true, on, JSON.stringify(text));
+      assert.equal(read.warnings.length > 0, warned, `${JSON.stringify(text)}: ${read.warnings}`);
+    }
+  });
+
+  it('never starts snowflake mode without the ZooKeeper Leaf would need (no uncoordinated worker ID)', async () => {
+    // An empty leaf.snowflake.enable= is off (above): with segment mode off too, nothing is served.
+    const empty = leafProperties(['leaf.segment.enable=false', 'leaf.snowflake.enable=']);
+    const off = await runFrond(['serve', '--leaf-config', empty, '--data-dir', tempDir()]);
+    assert.equal(off.code, 2);
+    assert.match(off.stderr, /--no-segment and --no-snowflake together leave nothing to serve/);
+    // On (absent: Leaf's default) without leaf.snowflake.zk.address: Leaf's init fails
+    // (SnowflakeZookeeperHolder has no server and no cache), so frond refuses too.
+    for (const lines of [
+      ['leaf.segment.enable=false'],
+      ['leaf.segment.enable=false', 'leaf.snowflake.enable=true', 'leaf.snowflake.zk.address='],
+    ]) {
+      const result = await runFrond([
+        'serve',
+        '--leaf-config',
+        leafProperties(lines),
+        '--data-dir',
+        tempDir(),
+      ]);
+      assert.equal(result.code, 2, lines.join(' '));
+      assert.match(result.stderr, /snowflake mode is on .* but leaf\.snowflake\.zk\.address is empty/);
+      assert.equal(result.stderr.trim().split('\n').length, 1);
+    }
+    // Segment mode on without leaf.jdbc.url: Leaf's Druid has no URL; frond does not fall back to SQLite.
+    assert.throws(
+      () => parseServeArgs(['--leaf-config', leafProperties(['leaf.snowflake.enable=false'])], {}),
+      (error) => isFrondError(error, 'INVALID_CONFIG') && /leaf\.jdbc\.url is empty/.test(error.message),
+    );
+  });
+
+  it('warns about unknown leaf.* keys instead of refusing them', async (t) => {
+    // Leaf asks Properties only for the keys it knows (leaf-server/.../Constants.java), so others are ignored.
+    const path = leafProperties(['leaf.segment.enable=false', 'leaf.snowflake.mode=zk', 'leaf.jdbc.uri=x']);
+    const node = await startFrond([
+      '--leaf-config',
+      path,
+      '--port',
+      '0',
+      '--worker-id',
+      '2',
+      '--data-dir',
+      tempDir(),
+    ]);
+    t.after(() => node.stop('SIGKILL'));
+    const warnings = warningsOf(node);
+    assert.ok(warnings.some((message) => /unknown Leaf key "leaf.snowflake.mode", ignored/.test(message)));
+    assert.ok(warnings.some((message) => /unknown Leaf key "leaf.jdbc.uri", ignored/.test(message)));
+  });
+
+  // Leaf gives leaf.jdbc.url to Druid unchanged (SegmentService.java), so the drivers' URL syntax
+  // holds: host lists, Connector/J's and MariaDB's protocols, and their properties.
+  it('carries over hosts, multi-host protocols and query properties of leaf.jdbc.url, warning about the rest', () => {
+    const convert = (url: string) => {
+      const read = readLeafProperties(
+        leafProperties([`leaf.jdbc.url=${url}`, 'leaf.jdbc.username=leaf', 'leaf.jdbc.password=pw']),
+        SERVE_OPTIONS,
+      );
+      return { store: read.values.store, warnings: read.warnings };
+    };
+    const cases: [string, string, RegExp[]][] = [
+      [
+        'jdbc:mysql://127.0.0.1:3306/leaf?useUnicode=true&characterEncoding=utf8&autoReconnect=true',
+        'mysql://leaf:pw@127.0.0.1:3306/leaf',
+        [],
+      ],
+      ['jdbc:mysql://h1:3306,h2/leaf', 'mysql://leaf:pw@h1:3306,h2:3306/leaf', []],
+      [
+        'jdbc:mysql:loadbalance://h1:3306,h2:3307/leaf?connectTimeout=2000&socketTimeout=3000',
+        'mysql://leaf:pw@h1:3306,h2:3307/leaf?connect_timeout_ms=2000&query_timeout_ms=3000',
+        [],
+      ],
+      [
+        'jdbc:mysql:replication://h1,h2/leaf',
+        'mysql://leaf:pw@h1:3306/leaf',
+        [/uses the source h1:3306 alone/],
+      ],
+      ['jdbc:mariadb:sequential://h1,[::1]:3307/leaf', 'mysql://leaf:pw@h1:3306,[::1]:3307/leaf', []],
+      [
+        'jdbc:mysql://h1/leaf?useSSL=true&requireSSL=true&serverTimezone=UTC&rewriteBatchedStatements=true',
+        'mysql://leaf:pw@h1:3306/leaf?ssl-mode=REQUIRED',
+        [/serverTimezone=UTC means nothing to frond/, /rewriteBatchedStatements=true means nothing/],
+      ],
+      [
+        'jdbc:mysql://h1/leaf?characterEncoding=gbk&connectTimeout=0',
+        'mysql://leaf:pw@h1:3306/leaf',
+        [
+          /characterEncoding=gbk: frond always speaks UTF-8/,
+          /connectTimeout=0 \(no timeout\) is not offered/,
+        ],
+      ],
+      [
+        'jdbc:postgresql://h1:5432,h2:5433/leaf?targetServerType=primary&loadBalanceHosts=true&connectTimeout=3',
+        'postgres://leaf:pw@h1:5432,h2:5433/leaf?connect_timeout_ms=3000&target_session_attrs=read-write',
+        [/loadBalanceHosts=true means nothing/],
+      ],
+      ['jdbc:postgresql:leaf', 'postgres://leaf:pw@localhost:5432/leaf', []],
+      [
+        'jdbc:postgresql://db/leaf?socketTimeout=600&ApplicationName=leaf',
+        'postgres://leaf:pw@db:5432/leaf?query_timeout_ms=120000',
+        [/socketTimeout=600 is 600000 ms, outside/, /ApplicationName=leaf means nothing/],
+      ],
+    ];
+    for (const [url, store, warnings] of cases) {
+      const converted = convert(url);
+      assert.equal(converted.store, store, url);
+      assert.equal(converted.warnings.length, warnings.length, `${url}: ${converted.warnings.join(' | ')}`);
+      for (const [i, pattern] of warnings.entries())
+        assert.match(converted.warnings[i] as string, pattern, url);
+    }
+    const refused: [string, RegExp][] = [
+      ['jdbc:postgresql://h1,h2/leaf?targetServerType=secondary', /a standby takes no writes/],
+      ['jdbc:postgresql://h1/leaf?currentSchema=ids', /set the user's search_path instead/],
+      ['jdbc:mysql:fabric://h1/leaf', /is not a protocol frond takes/],
+      ['jdbc:mysql://address=(host=h1)(port=3306)/leaf', /address=\(host=…\)/],
+      ['jdbc:mysql://h1:99999/leaf', /is not a host or host:port/],
+      ['jdbc:oracle:thin:@h1:1521:leaf', /is not a jdbc:mysql:\/\//],
+    ];
+    for (const [url, pattern] of refused) {
+      assert.throws(
+        () => convert(url),
+        (error) => isFrondError(error, 'INVALID_CONFIG') && pattern.test(error.message),
+        url,
+      );
+    }
+  });
+
+  for (const dialect of ['postgres', 'mysql'] as const) {
+    const database = testDatabase(dialect);
+    it(`serves segment IDs from a ${dialect} leaf.jdbc.url with driver properties`, async (t) => {
+      const db = await database.open(t);
+      if (db === undefined) return;
+      t.after(() => database.drop());
+      const init = await runFrond(['db', 'init', '--store', db.url]);
+      assert.equal(init.code, 0, init.stderr);
+      const added = await runFrond(['tag', 'add', 'orders', '--store', db.url]);
+      assert.equal(added.code, 0, added.stderr);
+      const jdbc =
+        dialect === 'postgres'
+          ? `jdbc:postgresql://127.0.0.1:5432/${db.name}?connectTimeout=3&socketTimeout=10&ApplicationName=leaf`
+          : `jdbc:mysql://127.0.0.1:3306/${db.name}?useUnicode=true&characterEncoding=utf8&connectTimeout=3000&serverTimezone=UTC`;
+      const user = dialect === 'postgres' ? 'postgres' : 'root';
+      const path = leafProperties([
+        `leaf.jdbc.url=${jdbc}`,
+        `leaf.jdbc.username=${user}`,
+        'leaf.snowflake.enable=false',
+      ]);
+      const node = await startFrond([
+        '--leaf-config',
+        path,
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--data-dir',
+        tempDir(),
+      ]);
+      t.after(() => node.stop('SIGKILL'));
+      const answer = await fetch(`${node.url}/api/segment/get/orders`);
+      assert.equal(answer.status, 200);
+      assert.match(await answer.text(), /^[0-9]+$/);
+      const warned = warningsOf(node);
+      assert.equal(warned.length, 1, warned.join(' | '));
+      assert.match(warned[0] as string, /(ApplicationName|serverTimezone)=\S+ means nothing to frond/);
+    });
+  }
+
+  it('takes a ZooKeeper chroot in leaf.snowflake.zk.address, as Curator does, and refuses a missing one', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const chroot = `/${randomName('frond_chroot')}`;
+    const client = await zookeeperClient();
+    t.after(() => client.close());
+    await client.mkdirp(chroot);
+    const name = randomName();
+    const dir = tempDir();
+    const path = leafProperties([
+      `leaf.name=${name}`,
+      'leaf.segment.enable=false',
+      `leaf.snowflake.zk.address=${ZOOKEEPER}${chroot}`,
+      'leaf.snowflake.port=7301',
+    ]);
+    const node = await startFrond([
+      '--leaf-config',
+      path,
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--advertise',
+      '127.0.0.1:7301',
+      '--data-dir',
+      dir,
+      '--leaf-tmpdir',
+      join(dir, 'tmp'),
+    ]);
+    t.after(() => node.stop('SIGKILL'));
+    const { children } = await client.getChildren(`${chroot}${zookeeperPaths(name).forever}`);
+    assert.deepEqual(children, ['127.0.0.1:7301-0000000000']);
+    assert.equal(await client.exists(zookeeperPaths(name).forever), undefined, 'nothing outside the chroot');
+    const missing = await runFrond([
+      'serve',
+      '--no-segment',
+      '--zk',
+      `${ZOOKEEPER}/${randomName('frond_absent')}`,
+      '--name',
+      name,
+      '--advertise',
+      '127.0.0.1:7302',
+      '--data-dir',
+      tempDir(),
+      '--leaf-tmpdir',
+      'none',
+    ]);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.match(missing.stderr, /ZooKeeper has no \/frond_absent_\w+, the chroot of/);
+  });
+
+  // SnowflakeZookeeperHolder.java splits `forever`'s children (`ip:port-seq`, no name in them) at
+  // '-'; the only split of a path holding the name is a new node's `newNode.split("-")[1]`, which
+  // with a '-' in the name throws after creating the node: that Leaf start fails, and its next start
+  // finds the child and takes its sequence. frond takes the same number, from the child's name.
+  it("takes a '-' in leaf.name, with the worker ID Leaf's restart takes", async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = `${randomName()}-orders-v2`;
+    const client = await zookeeperClient();
+    t.after(() => client.close());
+    const { forever } = zookeeperPaths(name);
+    await client.mkdirp(forever);
+    // A Leaf node already registered under this name.
+    await client.create(
+      `${forever}/10.9.9.9:8080-`,
+      leafNodeData('10.9.9.9', 8080, Date.now()),
+      CreateMode.PERSISTENT_SEQUENTIAL,
+    );
+    const dir = tempDir();
+    const node = await startFrond(leafModeArgs(ZOOKEEPER, name, 7311, dir));
+    t.after(() => node.stop('SIGKILL'));
+    const { children } = await client.getChildren(forever);
+    const own = children.find((child) => child.startsWith('127.0.0.1:7311-')) as string;
+    // What Leaf's restart reads: key.split("-") → [ip:port, seq], Integer.parseInt(seq).
+    const parts = own.split('-');
+    assert.equal(parts.length, 2);
+    assert.equal(workerIdOf(node), Number.parseInt(parts[1] as string, 10));
+    assert.equal(workerIdOf(node), 1);
+  });
+});
+
+/** Writes Leaf's node data every 3 s as a running Leaf does (SnowflakeZookeeperHolder.scheduledUploadData). */
+async function fakeLeafNode(t: TestContext, name: string, ip: string, port: number) {
+  const client = await zookeeperClient();
+  const { forever } = zookeeperPaths(name);
+  await client.mkdirp(forever);
+  const path = await client.create(
+    `${forever}/${ip}:${port}-`,
+    leafNodeData(ip, port, Date.now()),
+    CreateMode.PERSISTENT_SEQUENTIAL,
+  );
+  const timer = setInterval(() => {
+    void client.setData(path, leafNodeData(ip, port, Date.now())).catch(() => {});
+  }, 3_000);
+  const stop = async () => {
+    clearInterval(timer);
+    await client.close();
+  };
+  t.after(stop);
+  return { path, stop };
+}
+
+describe("Leaf compatibility: Leaf's local worker cache (item 6)", () => {
+  // SnowflakeZookeeperHolder.java: PROP_PATH = java.io.tmpdir + File.separator + leaf.name +
+  // "/leafconf/{port}/workerID.properties"; updateLocalWorkerID writes "workerID=" + id after each
+  // registration; init() reads it (Properties, key workerID) when ZooKeeper fails.
+  it("writes Leaf's cache, starts from its own with ZooKeeper down, and refuses Leaf's alone (no time) or a disagreeing one", async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = randomName();
+    const dir = tempDir();
+    const leafTmp = join(dir, 'leaf-tmpdir');
+    const port = 7321;
+    const node = await startFrond(leafModeArgs(ZOOKEEPER, name, port, dir));
+    const workerId = workerIdOf(node);
+    const leafCache = leafCachePath(leafTmp, name, port);
+    assert.equal(readFileSync(leafCache, 'utf8'), `workerID=${workerId}`, "Leaf's exact text");
+    // The SIGTERM handler is set just after the listening line.
+    await sleep(300);
+    assert.equal(await node.stop('SIGTERM'), 0);
+
+    // ZooKeeper unreachable: frond's cache (with its time) and Leaf's agree.
+    const down = ['--coordinator-timeout-ms', '1000'];
+    const fromCache = await startFrond(leafModeArgs('127.0.0.1:1', name, port, dir, down));
+    assert.equal(workerIdOf(fromCache), workerId);
+    assert.ok(fromCache.logs.some((line) => line.includes('worker.zookeeper_unreachable_using_cache')));
+    await sleep(300);
+    assert.equal(await fromCache.stop('SIGTERM'), 0);
+
+    // Leaf's cache names another worker ID: one of the two is stale, so neither is trusted.
+    writeFileSync(leafCache, `workerID=${workerId + 1}`);
+    const disagree = await runFrond(['serve', ...leafModeArgs('127.0.0.1:1', name, port, dir, down)]);
+    assert.equal(disagree.code, 1, disagree.stderr);
+    assert.match(
+      disagree.stderr,
+      new RegExp(`gives worker ID ${workerId} but Leaf's cache .*workerID.properties gives ${workerId + 1}`),
+    );
+    assert.equal(disagree.stderr.trim().split('\n').length, 1);
+
+    // Only Leaf's cache (a cut-over from Leaf while ZooKeeper is down): a worker ID without a time.
+    writeFileSync(leafCache, `workerID=${workerId}`);
+    rmSync(join(dir, 'zookeeper-worker.json'));
+    const alone = await runFrond(['serve', ...leafModeArgs('127.0.0.1:1', name, port, dir, down)]);
+    assert.equal(alone.code, 1, alone.stderr);
+    assert.match(alone.stderr, new RegExp(`Leaf's cache .* gives worker ID ${workerId} but no time`));
+    assert.equal(alone.stderr.trim().split('\n').length, 1);
+
+    // With ZooKeeper back, the same cut-over works: the worker ID from the node, Leaf's cache kept.
+    const back = await startFrond(leafModeArgs(ZOOKEEPER, name, port, dir));
+    t.after(() => back.stop('SIGKILL'));
+    assert.equal(workerIdOf(back), workerId);
+    assert.equal(readFileSync(leafCache, 'utf8'), `workerID=${workerId}`);
+  });
+
+  it("cuts over from a Leaf node: its ZooKeeper node gives the worker ID, Leaf's cache is rewritten, --leaf-tmpdir none leaves it alone", async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = randomName();
+    const client = await zookeeperClient();
+    t.after(() => client.close());
+    const { forever } = zookeeperPaths(name);
+    await client.mkdirp(forever);
+    await client.create(
+      `${forever}/10.9.9.9:8080-`,
+      leafNodeData('10.9.9.9', 8080, Date.now()),
+      CreateMode.PERSISTENT_SEQUENTIAL,
+    );
+    // The Leaf node this frond replaces: stopped a minute ago, its cache file left behind.
+    await client.create(
+      `${forever}/127.0.0.1:7331-`,
+      leafNodeData('127.0.0.1', 7331, Date.now() - 60_000),
+      CreateMode.PERSISTENT_SEQUENTIAL,
+    );
+    const dir = tempDir();
+    const leafCache = leafCachePath(join(dir, 'leaf-tmpdir'), name, 7331);
+    mkdirSync(join(leafCache, '..'), { recursive: true });
+    writeFileSync(leafCache, 'workerID=1');
+    const node = await startFrond(leafModeArgs(ZOOKEEPER, name, 7331, dir));
+    t.after(() => node.stop('SIGKILL'));
+    assert.equal(workerIdOf(node), 1);
+    assert.equal(readFileSync(leafCache, 'utf8'), 'workerID=1');
+    await sleep(300);
+    await node.stop('SIGTERM');
+    const untouched = tempDir();
+    const none = await startFrond(leafModeArgs(ZOOKEEPER, name, 7332, untouched, ['--leaf-tmpdir', 'none']));
+    t.after(() => none.stop('SIGKILL'));
+    assert.equal(existsSync(join(untouched, 'leaf-tmpdir')), false);
+  });
+});
+
+describe('Leaf compatibility: two live processes on one worker ID (item 7)', () => {
+  // SnowflakeZookeeperHolder.java takes an existing child of its ip:port without looking at it
+  // (only checkInitTimeStamp), so a second Leaf of one identity shares the worker ID. A live Leaf
+  // writes its node every 3 s (scheduleWithFixedDelay(…, 1L, 3L, TimeUnit.SECONDS)); frond watches
+  // for that and refuses.
+  it('refuses to start beside a live Leaf node of its identity, naming it, and starts once it has stopped', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = randomName();
+    const leaf = await fakeLeafNode(t, name, '127.0.0.1', 7341);
+    await sleep(500);
+    const started = Date.now();
+    const refused = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7341, tempDir())]);
+    const tookMs = Date.now() - started;
+    assert.equal(refused.code, 1, refused.stderr);
+    const line = refused.stderr.trim();
+    assert.equal(line.split('\n').length, 1, line);
+    assert.match(
+      line,
+      new RegExp(
+        `worker ID 0 is held by a live process: ${leaf.path.replace(/\./g, '\\.')} \\(\\{"ip":"127\\.0\\.0\\.1","port":"7341"`,
+      ),
+    );
+    t.diagnostic(`refused beside a live Leaf node in ${tookMs} ms: ${line}`);
+
+    await leaf.stop();
+    const node = await startFrond(leafModeArgs(ZOOKEEPER, name, 7341, tempDir()));
+    t.after(() => node.stop('SIGKILL'));
+    assert.equal(workerIdOf(node), 0);
+  });
+
+  it('refuses a second frond process of one identity; a clean restart does not wait', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = randomName();
+    const dir = tempDir();
+    const first = await startFrond(leafModeArgs(ZOOKEEPER, name, 7351, dir));
+    t.after(() => first.stop('SIGKILL'));
+    const second = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7351, tempDir())]);
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(
+      second.stderr,
+      /worker ID 0 is held by a live process: \/snowflake\/\S+\/forever\/127\.0\.0\.1:7351-0000000000/,
+    );
+    await sleep(300);
+    assert.equal(await first.stop('SIGTERM'), 0);
+    const again = await startFrond(leafModeArgs(ZOOKEEPER, name, 7351, dir));
+    t.after(() => again.stop('SIGKILL'));
+    assert.equal(workerIdOf(again), 0);
+    assert.ok(
+      !again.logs.some((line) => line.includes('worker.holder_check')),
+      'no watch after a clean stop',
+    );
+  });
+});
