@@ -7,6 +7,7 @@ export type RouteLabel =
   | 'leaf_segment'
   | 'leaf_snowflake'
   | 'v1_segment'
+  | 'v1_ranges'
   | 'v1_snowflake'
   | 'decode'
   | 'healthz'
@@ -52,6 +53,13 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
     { path: '/cache', label: 'cache', access: 'open', methods: { any: id.cache }, leafErrors: 'page' },
     { path: '/db', label: 'db', access: 'open', methods: { any: id.db }, leafErrors: 'page' },
     { path: '/v1/segment/{tag}', label: 'v1_segment', access: 'id', methods: { GET: id.v1Segment } },
+    {
+      path: '/v1/ranges/{tag}',
+      label: 'v1_ranges',
+      access: 'id',
+      methods: { GET: id.v1Ranges },
+      query: ['count'],
+    },
     { path: '/v1/snowflake', label: 'v1_snowflake', access: 'id', methods: { GET: id.v1Snowflake } },
     { path: '/v1/snowflake/decode/{id}', label: 'decode', access: 'open', methods: { GET: id.v1Decode } },
     { path: '/healthz', label: 'healthz', access: 'open', methods: { GET: id.health } },

@@ -24,6 +24,11 @@ export interface Route<Label extends string = string> {
   access: Access;
   /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
   methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
+  /**
+   * The query parameters the route takes; any other is refused with 400, as an unknown field of a
+   * JSON body is. An `id` route also takes `token`. None when absent.
+   */
+  query?: readonly string[];
   /** Leaf's routes fail as Leaf's server did (leaf-errors.ts); frond's own with frond's JSON errors. */
   leafErrors?: LeafErrorKind;
 }
