@@ -88,7 +88,6 @@ export async function runClient(plan: ClientPlan): Promise<{ rows: ClientRow[]; 
   } finally {
     await server.stop();
   }
-  const floors = rows.filter((row) => row.kind !== 'try').map((row) => si(row.awaitFloor));
   const section: Section = {
     title: 'Client SDK, sustained (refills over HTTP included)',
     method: `@frond/client against one local \`frond serve\` (SQLite, table step 1,000). Each row runs in a process of its own (one ID type per process, as in an application): first its baseline, a raw loop \`sink = ++i\` (number) or \`sink = BigInt(++i)\` (bigint) yielding to the event loop every ${CHUNK.toLocaleString('en')}, then a fresh client, ${plan.warmupMs} ms untimed (the grants grow to the caller's rate), then ${plan.rounds} timed runs of ${plan.runMs} ms. IDs/s is the median of the runs over wall time, every refill (\`GET /v1/ranges/{tag}\`) and every yield included. \`tryNextId\` rows yield (\`setImmediate\`) after every ${CHUNK.toLocaleString('en')} calls and count only calls that got an ID; \`await\` rows yield only through their awaits.`,
@@ -104,6 +103,7 @@ export async function runClient(plan: ClientPlan): Promise<{ rows: ClientRow[]; 
         ' Refills in timed runs',
         ' Last grant',
         ' Out of order',
+        ' Raw `await` floor',
       ],
       rows.map((row) => [
         row.name,
@@ -118,12 +118,13 @@ export async function runClient(plan: ClientPlan): Promise<{ rows: ClientRow[]; 
         String(row.fetches),
         si(row.batchSize),
         String(row.outOfOrder),
+        row.kind === 'try' ? '–' : si(row.awaitFloor),
       ]),
     ),
     notes: [
       'A refill is one request for a grant of runs `[start, end)` sized to about a second of the measured rate (at most 100,000,000 IDs), asked once 10 % of the current grant is used; above the table step the server takes it from the store in one advance.',
       'An `await nextId` loop gives the event loop no turn while IDs are buffered, so its refill goes out when the buffer runs out and the loop waits one round trip per grant (about a second of IDs); a `tryNextId` loop that yields has its next grant before it needs it (empty answers/s near 0).',
-      `\`await\` costs a microtask per ID: a raw \`sink = await Promise.resolve(BigInt(++i))\` ran at ${floors.join(', ')} IDs/s in the await rows' processes.`,
+      '`await` costs a microtask per ID: the raw `await` floor is `sink = await Promise.resolve(BigInt(++i))` in the same process, the most any awaited ID can reach there; the `await nextId` rows run at about that floor, so on a loaded machine they fall with it.',
       'Snowflake IDs cannot be granted as ranges: every ID carries its millisecond, and one worker mints at most 4,096 per millisecond, so a caller gets at most 4,096,000/s from one server worker however the client buffers (batches of up to 10,000, one request each); more needs more worker IDs (`--workers N`, more nodes).',
       "Out of order: chunks of 10,000 whose last ID is below the previous chunk's (one client, one server: must be 0).",
     ],
