@@ -5,14 +5,15 @@
 //
 // "From the buffer" is measured in bursts: wait until the buffer holds BURST IDs, then time taking
 // exactly that many, so no burst waits for the network; the refills happen between bursts, untimed.
-// The last rows time a long run with the refills over HTTP included.
+// The last row times a run with the refills over HTTP included; `npm run bench` measures the
+// sustained rates properly, each loop in a process of its own (bench/client.ts).
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createClient, type FrondClient, type IdType } from '@frond/client';
 import { runFrond, startFrond, tempDir } from '../test/support/frond-process.js';
 
-/** IDs per timed burst; the buffer holds up to 2 batches of 10,000 (current and next). */
+/** IDs per timed burst. */
 const BURST = 10_000;
 /** Timed bursts per row: 5 million IDs. */
 const BURSTS = 500;
@@ -77,7 +78,7 @@ async function filled(client: FrondClient<unknown>): Promise<void> {
 
 async function primed(url: string, idType: IdType): Promise<FrondClient<unknown>> {
   const client = createClient({ urls: [url], idType }) as FrondClient<unknown>;
-  // Taking many IDs quickly makes the batch size grow to the maximum, 10,000.
+  // Taking many IDs quickly makes the grants grow with the rate.
   for (let i = 0; i < 20; i++) await client.nextIds(TAG, BURST);
   await filled(client);
   return client;
@@ -200,11 +201,11 @@ async function main(): Promise<void> {
   }
   const cpu = cpus();
   const header = [
-    '# @frond/client: IDs from the local buffer',
+    '# @frond/client: IDs from the local buffer, in bursts',
     '',
     `${new Date().toISOString()} · ${cpu[0]?.model.trim() ?? 'unknown CPU'} (${cpu.length} cores) · ${Math.round(totalmem() / 2 ** 30)} GiB · Node ${process.version} · ${process.platform} ${process.arch}`,
     '',
-    `\`node --import tsx bench/client-buffer.ts\`: ${BURSTS} timed bursts of ${BURST.toLocaleString('en')} IDs per row after ${WARMUP_BURSTS} warm-up bursts, each burst taken from a buffer that already holds it (refills happen between bursts, untimed); one local \`frond serve\` (SQLite) feeds the buffer. The last row times ${SUSTAINED_IDS.toLocaleString('en')} IDs with the HTTP refills included.`,
+    `\`node --import tsx bench/client-buffer.ts\`: ${BURSTS} timed bursts of ${BURST.toLocaleString('en')} IDs per row after ${WARMUP_BURSTS} warm-up bursts, each burst taken from a buffer that already holds it (refills happen between bursts, untimed); one local \`frond serve\` (SQLite) feeds the buffer. The last row times ${SUSTAINED_IDS.toLocaleString('en')} IDs with the HTTP refills included. Sustained rates, each loop in a process of its own: \`npm run bench\`, bench/RESULTS.md.`,
     '',
   ];
   const table = markdownTable(

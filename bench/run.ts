@@ -3,12 +3,13 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { runBoundary } from './boundary.js';
+import { runClient } from './client.js';
 import { runHttp } from './http.js';
 import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
 import { describeMachine } from './lib/machine.js';
@@ -18,7 +19,7 @@ import { runScale } from './scale.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers'] as const;
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client'] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -51,6 +52,7 @@ const plan = quick
       },
       scale: { tags: 500, concurrency: 32 },
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
+      client: { rounds: 1, runMs: 200, warmupMs: 200 },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -67,6 +69,7 @@ const plan = quick
       },
       scale: { tags: 10_000, concurrency: 32 },
       workers: { rounds: 3, runS: 2, connections: 10, warmupS: 1, endpoints: 3 },
+      client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
     };
 
 let lap = Date.now();
@@ -174,6 +177,28 @@ if (only.has('workers')) {
     `Leaf segment ${si(summary.leafSegment[0])} → ${si(summary.leafSegment[1])} req/s; batch ${si(summary.batchSegmentIds[0])} → ${si(summary.batchSegmentIds[1])} IDs/s`,
     '–',
   ]);
+}
+
+if (only.has('client')) {
+  log('client SDK, sustained');
+  const { rows, section } = await runClient(plan.client);
+  sections.push(section);
+  figures.client = rows;
+  const find = (prefix: string, idType: string) =>
+    rows.find((row) => row.name.startsWith(prefix) && row.idType === idType);
+  const goal = (label: string, prefix: string, idType: string, target: number) => {
+    const row = find(prefix, idType);
+    if (row === undefined) return;
+    targets.push([
+      label,
+      `≥ ${si(target)} IDs/s, refills over HTTP included`,
+      `${si(row.idsPerSecond)} IDs/s = ${percent(row.vsBaseline)} of ${row.baselineName} (same process)${row.kind === 'await' ? `, ${percent(row.idsPerSecond / row.awaitFloor)} of a raw \`await\` (${si(row.awaitFloor)})` : ''}; ${row.fetches} refills in the timed runs`,
+      mark(row.idsPerSecond >= target && row.outOfOrder === 0),
+    ]);
+  };
+  goal('SDK `await nextId`, sustained (bigint)', '`await nextId', 'bigint', 20e6);
+  goal('SDK `tryNextId` yielding every 10,000 (bigint)', '`tryNextId', 'bigint', 50e6);
+  goal('SDK `tryNextId` yielding every 10,000 (number)', '`tryNextId', 'number', 100e6);
 }
 
 const machine = describeMachine();

@@ -12,6 +12,7 @@ interface Figures {
   boundary: { duplicates: number };
   scale: { duplicates: number; tags: number };
   workers: { leafSegment: [number, number] };
+  client: { name: string; idsPerSecond: number; outOfOrder: number }[];
 }
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
@@ -33,6 +34,7 @@ describe('npm run bench -- --quick', () => {
       'Segment boundaries',
       'Scale',
       'Workers',
+      'Client SDK, sustained',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 
@@ -48,5 +50,11 @@ describe('npm run bench -- --quick', () => {
     assert.equal(figures.boundary.duplicates, 0);
     assert.equal(figures.scale.duplicates, 0);
     assert.equal(figures.workers.leafSegment.length, 2);
+    // tryNextId and await nextId in both types, and snowflake(): IDs came, and in order.
+    assert.equal(figures.client.length, 5);
+    for (const row of figures.client) {
+      assert.ok(row.idsPerSecond > 0, row.name);
+      assert.equal(row.outOfOrder, 0, row.name);
+    }
   });
 });

@@ -37,6 +37,35 @@ async function call(base: string, path: string, method = 'GET'): Promise<Reply> 
   };
 }
 
+interface RangesBody {
+  ranges: { start: string; end: string }[];
+  count: number;
+}
+
+/** How many IDs the runs `[start, end)` of a grant hold; they must increase and be decimal strings. */
+function runsSize(body: RangesBody): number {
+  let total = 0n;
+  let previous: bigint | undefined;
+  for (const { start, end } of body.ranges) {
+    assert.match(start, /^-?[0-9]+$/);
+    assert.match(end, /^-?[0-9]+$/);
+    assert.ok(BigInt(end) > BigInt(start));
+    if (previous !== undefined) assert.ok(BigInt(start) >= previous);
+    previous = BigInt(end);
+    total += BigInt(end) - BigInt(start);
+  }
+  return Number(total);
+}
+
+async function maxIdOf(dataDir: string, tag: string): Promise<bigint | undefined> {
+  const store = new SqliteSegmentStore(`${dataDir}/frond.db`);
+  try {
+    return (await store.getTag(tag))?.maxId;
+  } finally {
+    await store.close();
+  }
+}
+
 function errorOf(reply: Reply): { code: string; message: string } {
   assert.match(reply.type, /^application\/json/);
   return (JSON.parse(reply.body) as { error: { code: string; message: string } }).error;
@@ -132,6 +161,34 @@ describe('HTTP API (real server, SQLite store)', () => {
       assert.equal(errorOf(reply).code, 'INVALID_COUNT');
       assert.equal((await call(base, `/v1/snowflake?count=${count}`)).status, 400);
     }
+  });
+
+  it('grants runs of consecutive IDs with /v1/ranges/{tag}, from the buffer or in one advance for millions', async () => {
+    const small = JSON.parse((await call(base, `/v1/ranges/${tag}?count=5`)).body) as RangesBody;
+    assert.equal(small.count, 5);
+    assert.equal(runsSize(small), 5);
+    const big = JSON.parse((await call(base, `/v1/ranges/${tag}?count=5000000`)).body) as RangesBody;
+    assert.equal(runsSize(big), 5_000_000);
+    assert.ok(BigInt(big.ranges[0]?.start ?? '0') >= BigInt(small.ranges.at(-1)?.end ?? 'x'));
+    // Per node, in order: the one-ID routes go on above the grant.
+    const after = BigInt((await call(base, `/api/segment/get/${tag}`)).body);
+    assert.ok(after >= BigInt(big.ranges.at(-1)?.end ?? 'x'), String(after));
+    const one = JSON.parse((await call(base, `/v1/ranges/${tag}`)).body) as RangesBody;
+    assert.equal(runsSize(one), 1);
+    assert.ok(BigInt(one.ranges[0]?.start ?? '0') > after);
+  });
+
+  it('refuses a grant above 100,000,000 with 400, so no client drains a tag, and leaves max_id alone', async () => {
+    const before = await maxIdOf(dataDir, tag);
+    for (const count of ['100000001', '9223372036854775807', '0', '-5', 'lots', '1e9']) {
+      const reply = await call(base, `/v1/ranges/${tag}?count=${count}`);
+      assert.equal(reply.status, 400, count);
+      assert.equal(errorOf(reply).code, 'INVALID_COUNT');
+    }
+    assert.equal(await maxIdOf(dataDir, tag), before);
+    const limit = JSON.parse((await call(base, `/v1/ranges/${tag}?count=100000000`)).body) as RangesBody;
+    assert.equal(runsSize(limit), 100_000_000);
+    assert.equal(errorOf(await call(base, '/v1/ranges/no-such-tag?count=5')).code, 'TAG_NOT_FOUND');
   });
 
   it('decodes with /v1/snowflake/decode/{id} and rejects a bad ID with 400', async () => {

@@ -4,6 +4,7 @@ import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
   DEFAULT_SEGMENT_BUFFER_OPTIONS,
+  type IdRun,
   SegmentBuffer,
   type SegmentBufferOptions,
   type SegmentBufferState,
@@ -95,6 +96,11 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
 
   nextMany(tag: string, count: number): Promise<SegmentId[]> {
     return this.settle(tag, (b) => b.nextMany(count));
+  }
+
+  /** `count` IDs of `tag` as runs of consecutive IDs (`SegmentBuffer.grant`). */
+  grant(tag: string, count: number): Promise<IdRun[]> {
+    return this.settle(tag, (b) => b.grant(count));
   }
 
   tags(): string[] {

@@ -42,6 +42,12 @@ export interface Range {
   step: number;
 }
 
+/** A run of consecutive IDs `[start, end)`, as `grant` hands them out. */
+export interface IdRun {
+  start: bigint;
+  end: bigint;
+}
+
 /** One of Leaf's two segment slots as `/cache` shows it: the next ID to hand out, the end, the step. */
 export interface SegmentSlot {
   value: bigint;
@@ -176,6 +182,38 @@ export class SegmentBuffer {
     return ids;
   }
 
+  /**
+   * `count` IDs as runs of consecutive IDs, increasing, above every ID this buffer handed out before
+   * and below every one it hands out after. What is left of the current segment and the loaded next
+   * one comes first. A count a segment covers waits for loads as `nextMany` does; a larger one takes
+   * the rest straight from the store in one `advance`, which also reserves this buffer's next
+   * segment right behind the grant, so the one-ID routes go on without waiting for a load.
+   */
+  async grant(count: number): Promise<IdRun[]> {
+    const runs: IdRun[] = [];
+    let left = count;
+    const deadline = this.clock.now() + this.options.segmentWaitMs;
+    // Each round waits for one load, or ends with the one direct advance; the bound is a guard.
+    for (let round = 0; ; round++) {
+      // More than a segment holds: no load starts on the way, so the advance below can follow.
+      left -= this.takeRuns(runs, left, !(this.loads > 0 && left > this.step));
+      if (left === 0) return runs;
+      if (round >= 16) throw this.unavailable();
+      if (this.loads > 0 && left > this.step && this.loading === undefined) {
+        if (this.failure !== undefined && this.clock.now() - this.failure.at < this.options.retryDelayMs)
+          throw this.unavailable();
+        const run = await this.waitWithin(this.advanceDirect(left), deadline);
+        addRun(runs, run.start, run.end);
+        return runs;
+      }
+      // A load in flight settles first: a direct advance must not overtake it.
+      if (this.loading === undefined) this.startLoad();
+      const loading = this.loading;
+      if (loading === undefined) throw this.unavailable();
+      await this.waitWithin(loading, deadline);
+    }
+  }
+
   state(): SegmentBufferState {
     const current = this.currentSlot();
     const next = this.nextRange;
@@ -229,6 +267,37 @@ export class SegmentBuffer {
     }
   }
 
+  /**
+   * Moves up to `count` buffered IDs into `out` as runs and answers how many; never waits. With
+   * `load` false it starts no load, not even past the 10% mark.
+   */
+  private takeRuns(out: IdRun[], count: number, load: boolean): number {
+    let taken = 0;
+    while (taken < count) {
+      const at = this.at;
+      const end = Math.min(this.end, at + (count - taken));
+      if (at < end) {
+        const base = this.base;
+        const start = base === undefined ? BigInt(at) : base + BigInt(at);
+        const stop = start + BigInt(end - at);
+        if (base === undefined) this.value = end;
+        else this.bigValue = end;
+        if (load && end - 1 > this.preloadAfter) this.startLoad();
+        addRun(out, start, stop);
+        taken += end - at;
+      } else {
+        const next = this.nextRange;
+        if (next === undefined) {
+          if (load) this.startLoad();
+          break;
+        }
+        this.nextRange = undefined;
+        this.install(next);
+      }
+    }
+    return taken;
+  }
+
   /** Makes the loaded next segment current; without one, starts a load and answers false. */
   private switchSegment(): boolean {
     const next = this.nextRange;
@@ -278,29 +347,94 @@ export class SegmentBuffer {
           if (this.at >= this.end) this.install(range);
           else this.nextRange = range;
         },
-        (error: unknown) => {
-          const failure = isFrondError(error)
-            ? error
-            : new FrondError('INTERNAL', `loading a segment of ${this.tag} failed: ${describeError(error)}`, {
-                cause: error,
-              });
-          this.failure = { error: failure, at: this.clock.now() };
-          this.loadFailures++;
-          // A later request past the 10% mark tries again (after retryDelayMs).
-          if (this.at < this.end)
-            this.preloadAfter = this.end - this.options.preloadBelowIdle * this.currentStep;
-          // An unknown tag is a client's mistake, not the node's: not worth a warning.
-          const level = failure.code === 'TAG_NOT_FOUND' ? 'debug' : 'warn';
-          this.logger.log(level, 'segment.load_failed', {
+        (error: unknown) => this.loadFailed(error),
+      )
+      .finally(() => {
+        this.loading = undefined;
+      });
+  }
+
+  private loadFailed(error: unknown): void {
+    const failure = isFrondError(error)
+      ? error
+      : new FrondError('INTERNAL', `loading a segment of ${this.tag} failed: ${describeError(error)}`, {
+          cause: error,
+        });
+    this.failure = { error: failure, at: this.clock.now() };
+    this.loadFailures++;
+    // A later request past the 10% mark tries again (after retryDelayMs).
+    if (this.at < this.end) this.preloadAfter = this.end - this.options.preloadBelowIdle * this.currentStep;
+    // An unknown tag is a client's mistake, not the node's: not worth a warning.
+    const level = failure.code === 'TAG_NOT_FOUND' ? 'debug' : 'warn';
+    this.logger.log(level, 'segment.load_failed', {
+      tag: this.tag,
+      code: failure.code,
+      error: failure.message,
+    });
+  }
+
+  /**
+   * One advance by `count` plus this buffer's step, as the buffer's load (so no other load runs
+   * beside it): the first `count` IDs are the grant's, the rest becomes the current segment. Called
+   * only with both segments used up and no load in flight. A grant whose advance would pass
+   * 2^63 - 1 is refused alone: the tag may still have room for smaller ones.
+   */
+  private advanceDirect(count: number): Promise<IdRun> {
+    const step = this.step;
+    const total = count + step <= MAX_TABLE_STEP ? count + step : count;
+    const own = total - count;
+    const startedAt = this.clock.now();
+    let exhausted: FrondError | undefined;
+    const reserved = this.reserve(total).then((allocation) => this.toRange(allocation));
+    this.preloadAfter = Number.POSITIVE_INFINITY;
+    this.loading = reserved
+      .then(
+        (range) => {
+          this.failure = undefined;
+          this.lastLoadMs = this.clock.now() - startedAt;
+          this.issuedBefore += count;
+          this.logger.log('info', 'segment.loaded', {
             tag: this.tag,
-            code: failure.code,
-            error: failure.message,
+            start: range.start.toString(),
+            max: range.max.toString(),
+            step: range.step,
+            ms: this.lastLoadMs,
           });
+          this.observer.segmentLoaded(this.tag, this.lastLoadMs);
+          if (own > 0) this.install({ start: range.start + BigInt(count), max: range.max, step: own });
+        },
+        (error: unknown) => {
+          if (isFrondError(error, 'ID_RANGE_EXHAUSTED')) exhausted = error;
+          else this.loadFailed(error);
         },
       )
       .finally(() => {
         this.loading = undefined;
       });
+    return this.loading.then(async () => {
+      if (exhausted !== undefined) {
+        throw new FrondError(
+          'ID_RANGE_EXHAUSTED',
+          `tag ${this.tag}: a grant of ${count} IDs would pass 2^63 - 1; ask for fewer (${exhausted.message})`,
+        );
+      }
+      const range = await reserved.catch(() => undefined);
+      if (range === undefined) throw this.unavailable();
+      return { start: range.start, end: range.start + BigInt(count) };
+    });
+  }
+
+  /** Waits for `promise` until `deadline`, else SEGMENT_UNAVAILABLE (the load goes on without us). */
+  private async waitWithin<T>(promise: Promise<T>, deadline: number): Promise<T> {
+    const remaining = deadline - this.clock.now();
+    const settled = remaining <= 0 ? undefined : await within(this.clock, promise, remaining);
+    if (settled === undefined) {
+      throw new FrondError(
+        'SEGMENT_UNAVAILABLE',
+        `no IDs buffered for tag ${this.tag}: the segment load did not finish within ${this.options.segmentWaitMs} ms (database slow or down); retry`,
+      );
+    }
+    return settled.value;
   }
 
   private async load(): Promise<Range> {
@@ -310,27 +444,13 @@ export class SegmentBuffer {
       this.loads < 2
         ? undefined
         : nextStep(this.step, startedAt - this.lastLoadAt, this.minStep, this.options.stepRules);
-    let allocation: Allocation | undefined;
+    let allocation: Allocation;
     try {
-      try {
-        allocation = await this.store.advance(this.tag, requested);
-      } catch (error) {
-        // A dynamic step that no longer fits below 2^63 - 1: the table's own step may still fit.
-        if (requested === undefined || !isFrondError(error, 'ID_RANGE_EXHAUSTED')) throw error;
-        allocation = await this.store.advance(this.tag);
-      }
+      allocation = await this.reserve(requested);
     } catch (error) {
-      if (isFrondError(error)) throw error;
-      // The outcome is unknown: the UPDATE may have committed. The range is thrown away (a gap),
-      // never guessed at: another node may already hold the next one.
-      throw new FrondError(
-        'STORE_UNAVAILABLE',
-        `loading a segment of ${this.tag} from ${this.store.description} failed: ${describeError(error)}`,
-        { cause: error },
-      );
-    }
-    if (allocation === undefined) {
-      throw new FrondError('TAG_NOT_FOUND', `tag ${this.tag} has no row in leaf_alloc`);
+      // A dynamic step that no longer fits below 2^63 - 1: the table's own step may still fit.
+      if (requested === undefined || !isFrondError(error, 'ID_RANGE_EXHAUSTED')) throw error;
+      allocation = await this.reserve(undefined);
     }
     const range = this.toRange(allocation);
     const previousStep = this.step;
@@ -363,6 +483,27 @@ export class SegmentBuffer {
       this.logger.log('info', 'segment.step_changed', { tag: this.tag, from: previousStep, to: this.step });
     }
     return range;
+  }
+
+  /** One `advance`: TAG_NOT_FOUND without a row, STORE_UNAVAILABLE when the outcome is unknown. */
+  private async reserve(step: number | undefined): Promise<Allocation> {
+    let allocation: Allocation | undefined;
+    try {
+      allocation = await this.store.advance(this.tag, step);
+    } catch (error) {
+      if (isFrondError(error)) throw error;
+      // The outcome is unknown: the UPDATE may have committed. The range is thrown away (a gap),
+      // never guessed at: another node may already hold the next one.
+      throw new FrondError(
+        'STORE_UNAVAILABLE',
+        `loading a segment of ${this.tag} from ${this.store.description} failed: ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    if (allocation === undefined) {
+      throw new FrondError('TAG_NOT_FOUND', `tag ${this.tag} has no row in leaf_alloc`);
+    }
+    return allocation;
   }
 
   private toRange(allocation: Allocation): Range {
@@ -423,4 +564,11 @@ export class SegmentBuffer {
       { cause: failure.error },
     );
   }
+}
+
+/** Appends `[start, end)`; a run that starts where the last one ended extends it instead. */
+function addRun(runs: IdRun[], start: bigint, end: bigint): void {
+  const last = runs[runs.length - 1];
+  if (last !== undefined && last.end === start) last.end = end;
+  else runs.push({ start, end });
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
+import type { IdRun } from '../core/segment-buffer.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
 import { decodeTagPath } from '../core/tag.js';
@@ -14,6 +15,12 @@ import { FROND_VERSION } from './version.js';
 
 /** The largest batch one request may ask for (Tinyid's batch.size.max is the same). */
 export const MAX_COUNT = 10_000;
+
+/**
+ * The most IDs one `/v1/ranges` request may be granted: a second of a very busy client's demand,
+ * and at 2^63 a tag's table outlasts 92 billion such grants, so no one request can drain it.
+ */
+export const MAX_RANGE_COUNT = 100_000_000;
 
 export interface IdHandlerDeps {
   /** Absent when segment mode is off (`--no-segment`). */
@@ -34,6 +41,7 @@ export interface IdHandlers {
   cache: RouteHandler;
   db: RouteHandler;
   v1Segment: RouteHandler;
+  v1Ranges: RouteHandler;
   v1Snowflake: RouteHandler;
   v1Decode: RouteHandler;
   health: RouteHandler;
@@ -118,6 +126,13 @@ export function createIdHandlers(
       allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
     },
 
+    v1Ranges(_req, res, rawTag, query) {
+      const allocator = needSegment();
+      const tag = decodeTagPath(rawTag);
+      const count = parseCount(query, MAX_RANGE_COUNT);
+      allocator.grant(tag, count).then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
+    },
+
     v1Snowflake(_req, res, _param, query) {
       const service = needSnowflake();
       const count = parseCount(query);
@@ -169,17 +184,27 @@ export function disabled(mode: string, flag: string): FrondError {
   return new FrondError('MODE_DISABLED', `${mode} mode is off on this node (started with ${flag})`);
 }
 
-/** `count` from the query: 1 when absent, else an integer from 1 to 10,000. */
-export function parseCount(query: string): number {
+/** `count` from the query: 1 when absent, else an integer from 1 to `max` (10,000 by default). */
+export function parseCount(query: string, max = MAX_COUNT): number {
   if (query === '') return 1;
   const text = new URLSearchParams(query).get('count');
   if (text === null) return 1;
-  const count = /^[0-9]{1,6}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(count >= 1 && count <= MAX_COUNT)) {
+  const count = /^[0-9]{1,12}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(count >= 1 && count <= max)) {
     throw new FrondError(
       'INVALID_COUNT',
-      `invalid count ${JSON.stringify(text.slice(0, 40))}: use an integer from 1 to ${MAX_COUNT}`,
+      `invalid count ${JSON.stringify(text.slice(0, 40))}: use an integer from 1 to ${max}`,
     );
   }
   return count;
+}
+
+/** `{"ranges":[{"start":"1000","end":"2000"},…],"count":N}`: runs `[start, end)`, decimal strings. */
+export function rangesJson(runs: readonly IdRun[], count: number): Buffer {
+  let body = '{"ranges":[';
+  for (let i = 0; i < runs.length; i++) {
+    const run = runs[i] as IdRun;
+    body += `${i === 0 ? '' : ','}{"start":"${run.start}","end":"${run.end}"}`;
+  }
+  return Buffer.from(`${body}],"count":${count}}`, 'latin1');
 }

@@ -7,6 +7,7 @@ export type RouteLabel =
   | 'leaf_segment'
   | 'leaf_snowflake'
   | 'v1_segment'
+  | 'v1_ranges'
   | 'v1_snowflake'
   | 'decode'
   | 'healthz'
@@ -77,6 +78,13 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       label: 'v1_snowflake',
       access: 'id',
       methods: { GET: id.v1Snowflake },
+      query: ['count'],
+    },
+    {
+      path: '/v1/ranges/{tag}',
+      label: 'v1_ranges',
+      access: 'id',
+      methods: { GET: id.v1Ranges },
       query: ['count'],
     },
     { path: '/v1/snowflake/decode/{id}', label: 'decode', access: 'open', methods: { GET: id.v1Decode } },

@@ -69,6 +69,7 @@ const ID_KEYS: (keyof IdHandlers)[] = [
   'cache',
   'db',
   'v1Segment',
+  'v1Ranges',
   'v1Snowflake',
   'v1Decode',
   'health',
@@ -106,6 +107,7 @@ describe('the router', () => {
       ['GET', '/decodeSnowflakeId?snowflakeId=1', 'decode'],
       ['GET', '/v1/snowflake/decode/1', 'decode'],
       ['GET', '/v1/segment/a?count=3', 'v1_segment'],
+      ['GET', '/v1/ranges/a?count=3', 'v1_ranges'],
       ['GET', '/v1/snowflake?count=3', 'v1_snowflake'],
       ['GET', '/v1/tags', 'admin'],
       ['GET', '/v1/tags/a', 'admin'],
@@ -128,6 +130,8 @@ describe('the router', () => {
     assert.equal(call('HEAD', '/healthz').handler, 'health');
     assert.equal(call('HEAD', '/v1/stats').handler, 'stats');
     assert.equal(call('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('POST', '/v1/ranges/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('GET', '/v1/ranges/a%2Fb?count=5').param, 'a%2Fb');
     assert.equal(call('POST', '/nope').error, 'METHOD_NOT_ALLOWED');
     assert.equal(call('GET', '/nope').error, 'NOT_FOUND');
   });

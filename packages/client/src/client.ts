@@ -3,7 +3,7 @@ import { HttpIdSource } from './http-source.js';
 import type { BufferState } from './id-buffer.js';
 import type { IdSource } from './id-source.js';
 import { convertersFor, type IdConverters, type IdOf, type IdType } from './id-type.js';
-import { type ClientOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { type ClientOptions, type ResolvedOptions, resolveOptions, SERVER_MAX_COUNT } from './options.js';
 import { SegmentIdBuffer } from './segment-id-buffer.js';
 import { decodeSnowflake, type SnowflakeParts } from './snowflake.js';
 import { SnowflakeIdBuffer } from './snowflake-id-buffer.js';
@@ -102,7 +102,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   ) {
     this.snowflakeBuffer = new SnowflakeIdBuffer(source, converters.fromDecimal, options.snowflakeMaxAgeMs, {
       minBatchSize: 1,
-      maxBatchSize: options.maxBatchSize,
+      maxBatchSize: Math.min(options.maxBatchSize, SERVER_MAX_COUNT),
       batchTargetMs: options.batchTargetMs,
       now: options.now,
     });

@@ -1,7 +1,7 @@
 import { type BackoffOptions, backoffDelay, sleep } from './backoff.js';
 import { closedError, FrondClientError } from './errors.js';
 import type { IdSource } from './id-source.js';
-import { parseSegmentIds, type SegmentRuns } from './segment-runs.js';
+import { parseSegmentRanges, type SegmentRuns } from './segment-runs.js';
 
 export interface HttpSourceOptions {
   /** Base URLs without a trailing slash, e.g. `http://10.0.0.1:8080`. */
@@ -43,9 +43,11 @@ export class HttpIdSource implements IdSource {
     this.preferred = Math.floor(options.random() * options.urls.length) % options.urls.length;
   }
 
+  /** `count` IDs of `tag` in one grant of runs (`GET /v1/ranges/{tag}`): a few bytes for millions. */
   async segment(tag: string, count: number): Promise<SegmentRuns> {
-    const body = await this.get(`/v1/segment/${encodeURIComponent(tag)}?count=${count}`);
-    return parseSegmentIds(idsOf(body));
+    const body = await this.get(`/v1/ranges/${encodeURIComponent(tag)}?count=${count}`);
+    if (typeof body !== 'object' || body === null) throw invalid('expected a JSON object');
+    return parseSegmentRanges((body as { ranges?: unknown }).ranges);
   }
 
   async snowflakes(count: number): Promise<string[]> {

@@ -3,7 +3,7 @@ import { closedError, FrondClientError } from './errors.js';
 export interface BufferOptions {
   /** The smallest batch asked for. */
   minBatchSize: number;
-  /** The largest batch asked for; the server's limit is 10,000. */
+  /** The largest batch asked for (the server's limits: 100,000,000 IDs a grant, 10,000 snowflakes). */
   maxBatchSize: number;
   /** A batch should last about this long at the caller's measured rate, in ms. */
   batchTargetMs: number;

@@ -6,7 +6,7 @@ import type { SegmentRuns } from './segment-runs.js';
  * CosId, where the HTTP client is just another backend).
  */
 export interface IdSource {
-  /** `count` (1 to 10,000) increasing segment IDs of `tag`. */
+  /** `count` (1 to 100,000,000) increasing segment IDs of `tag`, as runs of consecutive IDs. */
   segment(tag: string, count: number): Promise<SegmentRuns>;
   /** `count` (1 to 10,000) snowflake IDs as decimal strings. */
   snowflakes(count: number): Promise<string[]>;

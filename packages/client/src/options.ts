@@ -20,7 +20,10 @@ export interface ClientOptions<T extends IdType = 'bigint'> {
   backoffMaxMs?: number;
   /** The smallest segment batch. Default 10. */
   minBatchSize?: number;
-  /** The largest batch; the server's limit, 10,000, is also the default. */
+  /**
+   * The largest segment batch, a grant of runs; the server's limit, 100,000,000, is also the
+   * default. Snowflake batches stop at the server's 10,000 whatever this says.
+   */
   maxBatchSize?: number;
   /** A segment batch is sized to last about this long at the caller's rate. Default 1,000. */
   batchTargetMs?: number;
@@ -38,8 +41,11 @@ export interface ClientOptions<T extends IdType = 'bigint'> {
   random?: () => number;
 }
 
-/** The largest `count` the server accepts per request (its MAX_COUNT). */
+/** The largest `count` the server accepts per list of IDs (its MAX_COUNT): snowflake batches. */
 export const SERVER_MAX_COUNT = 10_000;
+
+/** The largest `count` the server grants per `/v1/ranges` request (its MAX_RANGE_COUNT). */
+export const SERVER_MAX_RANGE_COUNT = 100_000_000;
 
 export const DEFAULTS = {
   idType: 'bigint',
@@ -49,7 +55,7 @@ export const DEFAULTS = {
   backoffInitialMs: 50,
   backoffMaxMs: 1_000,
   minBatchSize: 10,
-  maxBatchSize: SERVER_MAX_COUNT,
+  maxBatchSize: SERVER_MAX_RANGE_COUNT,
   batchTargetMs: 1_000,
   snowflakeMaxAgeMs: 1_000,
   epoch: LEAF_EPOCH,
@@ -101,8 +107,8 @@ export function resolveOptions(options: ClientOptions<IdType>): ResolvedOptions 
     retryBudgetMs: int('retryBudgetMs', 1, 3_600_000),
     backoffInitialMs: int('backoffInitialMs', 0, 60_000),
     backoffMaxMs: int('backoffMaxMs', 0, 600_000),
-    minBatchSize: int('minBatchSize', 1, SERVER_MAX_COUNT),
-    maxBatchSize: int('maxBatchSize', 1, SERVER_MAX_COUNT),
+    minBatchSize: int('minBatchSize', 1, SERVER_MAX_RANGE_COUNT),
+    maxBatchSize: int('maxBatchSize', 1, SERVER_MAX_RANGE_COUNT),
     batchTargetMs: int('batchTargetMs', 1, 3_600_000),
     snowflakeMaxAgeMs: int('snowflakeMaxAgeMs', 0, 3_600_000),
     epoch: int('epoch', 0, Number.MAX_SAFE_INTEGER),

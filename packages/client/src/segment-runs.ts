@@ -2,8 +2,8 @@ import { FrondClientError } from './errors.js';
 
 /**
  * A batch of segment IDs kept as runs of consecutive IDs: `[start0, end0, start1, end1, …]`, ends
- * exclusive. A batch of 10,000 IDs spans one or a few server segments, so it is a handful of numbers
- * instead of 10,000 values, and taking an ID is an increment. A run of safe integers holds its IDs
+ * exclusive, as the server grants them (`/v1/ranges`): a batch of millions is a handful of numbers,
+ * and taking an ID is an increment. A run of safe integers holds its IDs
  * themselves (`bases[k]` undefined); a run with an ID beyond ±(2^53 − 1) holds offsets from
  * `bases[k]`, its first ID, so that every 64-bit ID stays exact.
  */
@@ -17,58 +17,51 @@ export interface SegmentRuns {
 
 /** A signed 64-bit decimal, as the server writes it. */
 const DECIMAL = /^-?[0-9]{1,19}$/;
-const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-const SAFE_BIG = BigInt(MAX_SAFE);
+const SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 const LONG_MIN = -(2n ** 63n);
 const LONG_MAX = 2n ** 63n - 1n;
 
 /**
- * Reads the `ids` of `GET /v1/segment/{tag}`: decimal strings, strictly increasing, anywhere in the
- * signed 64-bit range (Leaf's `long`). Anything else is INVALID_RESPONSE, never a rounded ID.
+ * Reads the `ranges` of `GET /v1/ranges/{tag}`: runs `[start, end)` of consecutive IDs as decimal
+ * strings, increasing, anywhere in the signed 64-bit range. A run of safe integers keeps its IDs;
+ * any other keeps offsets from its start. Anything else is INVALID_RESPONSE, never a rounded ID.
  */
-export function parseSegmentIds(ids: unknown): SegmentRuns {
-  if (!Array.isArray(ids) || ids.length === 0) throw invalid('expected a non-empty "ids" array');
+export function parseSegmentRanges(ranges: unknown): SegmentRuns {
+  if (!Array.isArray(ranges) || ranges.length === 0) throw invalid('expected a non-empty "ranges" array');
   const runs: number[] = [];
   const bases: (bigint | undefined)[] = [];
-  // The run being read: a number run expects `end` next (NaN until the first ID: no string
-  // converts to it); a run with a base expects `bigNext`.
-  let end = Number.NaN;
-  let base: bigint | undefined;
-  let bigNext = 0n;
-  for (const text of ids) {
-    if (base === undefined) {
-      // The common case: the next ID of a run of safe integers. `end` is checked and at most
-      // 2^53 - 1 here, so this ID is exact too.
-      const id = typeof text === 'string' ? Number(text) : Number.NaN;
-      if (id === end && end <= MAX_SAFE) {
-        end = id + 1;
-        continue;
-      }
-    } else if (typeof text === 'string' && DECIMAL.test(text) && BigInt(text) === bigNext) {
-      bigNext++;
-      continue;
-    }
-    if (typeof text !== 'string' || !DECIMAL.test(text)) {
-      throw invalid(`ID ${JSON.stringify(String(text).slice(0, 40))} is not a decimal integer`);
-    }
-    const id = BigInt(text);
-    if (id < LONG_MIN || id > LONG_MAX) throw invalid(`ID ${text} is outside the signed 64-bit range`);
-    const last = runs.length === 0 ? undefined : base === undefined ? BigInt(end - 1) : bigNext - 1n;
-    if (last !== undefined && id <= last) throw invalid(`IDs are not increasing: ${id} after ${last}`);
-    if (runs.length > 0) runs.push(base === undefined ? end : Number(bigNext - base));
-    if (id >= -SAFE_BIG && id <= SAFE_BIG) {
-      base = undefined;
-      end = Number(id) + 1;
-      runs.push(Number(id));
+  let count = 0;
+  let previous: bigint | undefined;
+  for (const range of ranges) {
+    const { start: startText, end: endText } = (range ?? {}) as { start?: unknown; end?: unknown };
+    const start = longOf(startText);
+    const end = longOf(endText);
+    if (end <= start) throw invalid(`range [${start}, ${end}) is empty`);
+    if (previous !== undefined && start < previous)
+      throw invalid(`ranges are not increasing: ${start} after ${previous}`);
+    const length = end - start;
+    if (length > SAFE_BIG - BigInt(count)) throw invalid(`ranges hold more than 2^53 - 1 IDs`);
+    if (start >= -SAFE_BIG && end - 1n <= SAFE_BIG) {
+      runs.push(Number(start), Number(end));
+      bases.push(undefined);
     } else {
-      base = id;
-      bigNext = id + 1n;
-      runs.push(0);
+      runs.push(0, Number(length));
+      bases.push(start);
     }
-    bases.push(base);
+    count += Number(length);
+    previous = end;
   }
-  runs.push(base === undefined ? end : Number(bigNext - base));
-  return { runs, bases, count: ids.length };
+  return { runs, bases, count };
+}
+
+/** A signed 64-bit decimal string, or the reason it is not. */
+function longOf(text: unknown): bigint {
+  if (typeof text !== 'string' || !DECIMAL.test(text))
+    throw invalid(`range bound ${JSON.stringify(String(text).slice(0, 40))} is not a decimal integer`);
+  const value = BigInt(text);
+  // An exclusive end may be 2^63 - 1 itself; nothing lies outside the signed 64-bit range.
+  if (value < LONG_MIN || value > LONG_MAX) throw invalid(`${text} is outside the signed 64-bit range`);
+  return value;
 }
 
 function invalid(detail: string): FrondClientError {

@@ -105,7 +105,7 @@ describe('@frond/client against a real frond serve', () => {
     assert.ok(lateMisses <= taken / 1_000, `${lateMisses} calls waited after the warm-up`);
   });
 
-  it('keeps up under full load: 8 callers as fast as they can, batches grow to the maximum', async (t) => {
+  it('keeps up under full load: 8 callers as fast as they can, grants grow with the rate', async (t) => {
     const made = client(createClient({ urls: [server.url] }));
     const started = Date.now();
     const perCaller = 50_000;
@@ -121,8 +121,9 @@ describe('@frond/client against a real frond serve', () => {
     t.diagnostic(`load: ${all.length} IDs in ${Date.now() - started} ms, ${state?.fetches} fetches`);
     assert.equal(all.length, 8 * perCaller);
     assert.deepEqual(duplicatesOf(all), []);
-    assert.equal(state?.batchSize, 10_000);
-    assert.ok((state?.fetches ?? 0) < all.length / 1_000, `${state?.fetches} fetches`);
+    // A second of demand per grant: far beyond the 10,000 of a list of IDs.
+    assert.ok((state?.batchSize ?? 0) > 10_000, `batch size ${state?.batchSize}`);
+    assert.ok((state?.fetches ?? 0) < all.length / 10_000, `${state?.fetches} fetches`);
   });
 
   it('reports an unknown tag as TAG_NOT_FOUND (404, not retryable) after one request, even with two URLs', async () => {

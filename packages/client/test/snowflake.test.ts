@@ -108,7 +108,7 @@ describe('createClient options', () => {
       { urls: ['not a url'] },
       { urls: ['http://a?x=1'] },
       { urls: ['http://a'], timeoutMs: 0 },
-      { urls: ['http://a'], maxBatchSize: 10_001 },
+      { urls: ['http://a'], maxBatchSize: 100_000_001 },
       { urls: ['http://a'], minBatchSize: 20, maxBatchSize: 10 },
       { urls: ['http://a'], idType: 'float' },
       { urls: ['http://a'], timeout: 5 },
