@@ -89,6 +89,14 @@ export function storeFromJdbc(
     );
     hosts = hosts.slice(0, 1);
   }
+  // One pool follows one address: the first host, as a JDBC driver tries first, and a warning that
+  // failover needs a name, VIP or proxy in front of the primary (docs/databases.md).
+  if (hosts.length > 1) {
+    warnings.push(
+      `${where}: frond connects to one address, so it uses ${hosts[0]} and not ${hosts.slice(1).join(', ')}; for failover, point it at the primary through a name, VIP or proxy that moves (docs/databases.md)`,
+    );
+    hosts = hosts.slice(0, 1);
+  }
 
   const query = (match[5] ?? '').replace(/^[?;]/, '');
   const props = new URLSearchParams(query.replace(/;/g, '&'));
@@ -152,8 +160,6 @@ export function storeFromJdbc(
     }
     warnings.push(`${where}: ${key}=${value} means nothing to frond and is ignored`);
   }
-  // Several PostgreSQL hosts: only the primary takes writes (libpq's target_session_attrs).
-  if (dialect === 'postgresql' && hosts.length > 1) params.push(['target_session_attrs', 'read-write']);
   const scheme = dialect === 'postgresql' ? 'postgres' : 'mysql';
   const userinfo = auth.user
     ? `${encodeURIComponent(auth.user)}${auth.password ? `:${encodeURIComponent(auth.password)}` : ''}@`

@@ -24,6 +24,13 @@ export interface NetworkSqlDialect {
  */
 export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): NetworkSqlConfig {
   const example = `${dialect.scheme}://USER@HOST:PORT/DB`;
+  // Several hosts (`h1:5432,h2:5432`, what a multi-host JDBC URL becomes): one pool follows one
+  // address, so the primary must be found through a name, VIP or proxy that moves on failover.
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(spec)?.[1] ?? '';
+  if (authority.slice(authority.lastIndexOf('@') + 1).includes(','))
+    throw invalid(
+      `--store ${JSON.stringify(redactUrl(spec))} names several hosts, which frond does not take: point it at the primary through one name, VIP or proxy that follows a failover (docs/databases.md)`,
+    );
   let url: URL;
   try {
     url = new URL(spec);
