@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { decomposeSnowflake } from '../src/core/snowflake-layout.js';
-import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { FROND_BIN, type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 
 async function text(url: string): Promise<string> {
   const response = await fetch(url);
@@ -159,6 +161,35 @@ describe('frond serve as a real process', () => {
     } finally {
       await node.stop();
     }
+  });
+
+  it('stops gracefully, exit code 0, on a SIGTERM that comes while the start still waits for the clock', async () => {
+    const dataDir = tempDir();
+    writeFileSync(
+      join(dataDir, 'snowflake-worker.json'),
+      JSON.stringify({ workerId: 4, lastTimestamp: Date.now() + 2500 }),
+    );
+    const child = spawn(
+      process.execPath,
+      [FROND_BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--no-segment'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    let sent = false;
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      // The start is waiting for the clock (it logged so): a deploy's one SIGTERM comes now (a
+      // second one would force the exit, as a second Ctrl-C does).
+      if (!sent && output.includes('snowflake.clock_behind_at_start')) {
+        sent = true;
+        child.kill('SIGTERM');
+      }
+    });
+    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    assert.deepEqual([code, signal], [0, null], output);
+    assert.match(output, /"event":"shutdown"/);
   });
 
   it('reads every serve flag from FROND_* environment variables', async () => {

@@ -146,6 +146,15 @@ export async function serveCommand(args: string[]): Promise<number> {
 }
 
 async function serveUntilSignal(config: ServeConfig, logger: Logger): Promise<number> {
+  // The handlers go in before the start, so a SIGTERM that comes right after the `listening` line
+  // (or while the start waits for the clock) is a graceful stop, never the default kill.
+  let received: string | undefined;
+  let onSignal: (signal: string) => void = (signal) => {
+    received ??= signal;
+  };
+  const handle = (signal: string) => () => onSignal(signal);
+  process.once('SIGTERM', handle('SIGTERM'));
+  process.once('SIGINT', handle('SIGINT'));
   const running = await startServer(config, logger, systemClock);
   return new Promise((resolve) => {
     const stop = (signal: string) => {
@@ -158,7 +167,10 @@ async function serveUntilSignal(config: ServeConfig, logger: Logger): Promise<nu
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    onSignal = (signal) => {
+      onSignal = () => {};
+      stop(signal);
+    };
+    if (received !== undefined) onSignal(received);
   });
 }
