@@ -68,7 +68,11 @@ async function take(
  * Item 1: the tag's row is deleted by SQL and re-added with `start: 1`. Whatever the node answers
  * then, no ID at or below one it already served comes out; a refusal is 503 with Retry-After.
  */
-async function dropAndReAdd(node: FrondProcess, tag: string, deleteRow: () => Promise<void>): Promise<void> {
+async function dropAndReAdd(
+  node: FrondProcess,
+  tag: string,
+  deleteRow: () => Promise<void>,
+): Promise<bigint> {
   assert.equal((await addTag(node, { tag, step: 5, start: 1 })).status, 201);
   const first = await take(node, tag, 25);
   assert.deepEqual(first.failures, []);
@@ -110,25 +114,45 @@ async function dropAndReAdd(node: FrondProcess, tag: string, deleteRow: () => Pr
     assert.equal(codeOf(failure), 'SEGMENT_REGRESSED', failure.text);
     assert.equal(failure.retryAfter, '1');
   }
+  let highest = served;
+  for (const id of again.ids) if (id > highest) highest = id;
+  return highest;
 }
 
 describe('a tag dropped by SQL and re-added with start 1 (issue 16 item 1)', () => {
   it('SQLite: the node never serves below what it served for the tag', async () => {
     const dir = tempDir();
     const file = join(dir, 'ids.db');
-    const node = await startFrond(['--port', '0', '--data-dir', dir, '--store', `sqlite:${file}`]);
+    const args = ['--port', '0', '--data-dir', dir, '--store', `sqlite:${file}`];
+    const node = await startFrond(args);
+    const tag = randomTag();
+    const deleteRow = async () => {
+      const db = new Database(file);
+      try {
+        db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag);
+      } finally {
+        db.close();
+      }
+    };
+    let served: bigint;
     try {
-      const tag = randomTag();
-      await dropAndReAdd(node, tag, async () => {
-        const db = new Database(file);
-        try {
-          db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag);
-        } finally {
-          db.close();
-        }
-      });
+      served = await dropAndReAdd(node, tag, deleteRow);
     } finally {
       await node.stop();
+    }
+    // Restarted on its data dir, the node still remembers what it served for the tag.
+    const db = new Database(file);
+    db.prepare('UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = ?').run(tag);
+    db.close();
+    const restarted = await startFrond(args);
+    try {
+      const { ids, failures } = await take(restarted, tag, 10);
+      for (const failure of failures) assert.equal(failure.status, 503, failure.text);
+      assert.ok(ids.length > 0, 'nothing served after the restart');
+      for (const id of ids)
+        assert.ok(id > served, `served ${id} after the restart (already reached ${served})`);
+    } finally {
+      await restarted.stop();
     }
   });
 
