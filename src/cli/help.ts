@@ -9,6 +9,10 @@ FROND_PORT and "port", --no-segment is FROND_NO_SEGMENT=true and "no-segment": t
 the environment, the environment over --config, --config over --leaf-config, and that over the
 defaults. PORT, as hosting platforms set it, is read when FROND_PORT is not set. 'frond serve --help' lists every setting with its default and bounds.
 
+Secrets: a flag's value shows in ps. Pass the store URL and the tokens in FROND_STORE, FROND_TOKEN,
+FROND_ADMIN_TOKEN, a config file, or FROND_STORE_FILE, FROND_TOKEN_FILE, FROND_ADMIN_TOKEN_FILE
+naming a file that holds the value. frond never prints a password.
+
 --store is sqlite:PATH (default sqlite:<data-dir>/frond.db), postgres://USER:PASSWORD@HOST:PORT/DB
 or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
 &connect_timeout_ms=5000&query_timeout_ms=5000. TLS: postgres://…?sslmode=verify-full&sslrootcert=
@@ -87,6 +91,7 @@ export function commandHelp(command: CommandSpec): string {
         : entry.platformEnv === undefined
           ? entry.env
           : `${entry.env} (then ${entry.platformEnv})`,
+      entry.fileEnv === undefined ? '' : `${entry.fileEnv} (a file holding the value)`,
       entry.leafKey === undefined ? '' : `leaf.properties ${entry.leafKey}`,
     ].filter((fact) => fact !== '');
     return `${(left[i] as string).padEnd(column)}${plain(entry.help)}\n${' '.repeat(column)}${facts.join('; ')}`;
@@ -127,7 +132,7 @@ export function readmeTable(options: readonly OptionEntry[]): string {
     ['flag', 'environment', 'config key', 'leaf.properties', 'default', 'values', 'meaning'],
     ...options.map((entry) => [
       code(`--${entry.flag}`),
-      [entry.env, entry.platformEnv]
+      [entry.env, entry.platformEnv, entry.fileEnv]
         .map(code)
         .filter((cell) => cell !== '')
         .join(', '),

@@ -66,7 +66,13 @@ export function storeFromJdbc(
   where: string,
 ): StoreFromJdbc {
   const text = url.trim();
-  const shown = JSON.stringify(text.replace(/(password=)[^&;]*/gi, '$1***'));
+  const shown = JSON.stringify(redactJdbc(text));
+  // A user and password in the URL itself (`//user:pass@host`): refused before anything is parsed,
+  // since a password holding `/`, `?` or `;` would otherwise be read as a host and shown.
+  if (/^jdbc:[a-z:]*\/\/[^?;]*@/i.test(text))
+    throw invalid(
+      `${where}: give the user and password in leaf.jdbc.username and leaf.jdbc.password, not in the URL's host part`,
+    );
   const match =
     /^jdbc:(mysql|mariadb)(?::([a-z]+))?:\/\/([^/?;]*)(?:\/([^?;]*))?([?;].*)?$/i.exec(text) ??
     /^jdbc:(postgresql)()(?::\/\/([^/?]*)\/|:\/?)([^?]*)(\?.*)?$/i.exec(text);
@@ -158,7 +164,8 @@ export function storeFromJdbc(
       );
       continue;
     }
-    warnings.push(`${where}: ${key}=${value} means nothing to frond and is ignored`);
+    const shownValue = SECRET_KEY.test(key) ? '***' : value;
+    warnings.push(`${where}: ${key}=${shownValue} means nothing to frond and is ignored`);
   }
   const scheme = dialect === 'postgresql' ? 'postgres' : 'mysql';
   const userinfo = auth.user
@@ -166,6 +173,16 @@ export function storeFromJdbc(
     : '';
   const search = params.length === 0 ? '' : `?${new URLSearchParams(params)}`;
   return { store: `${scheme}://${userinfo}${hosts.join(',')}/${database}${search}`, warnings };
+}
+
+/** A property whose value may be a secret (a misspelt `pasword=`): never shown. */
+const SECRET_KEY = /pas|pwd|secret|token|key/i;
+
+/** The URL as messages show it: no user-info, no value of a property that may be a secret. */
+function redactJdbc(text: string): string {
+  return text
+    .replace(/^(jdbc:[a-z:]*\/\/)[^?;]*@/i, '$1***@')
+    .replace(/([?&;][^=&;]*(?:pas|pwd|secret|token|key)[^=&;]*=)[^&;]*/gi, '$1***');
 }
 
 /** `h1:3306,h2,[::1]:3307` as `host:port` with the default port filled in; `''` is localhost. */

@@ -19,6 +19,11 @@ export interface OptionEntry<N extends string = string, V = unknown> {
    * files: an explicit `FROND_PORT` wins over it, the platform's value over a config file.
    */
   readonly platformEnv: string | undefined;
+  /**
+   * A secret's `*_FILE` variable (`FROND_STORE_FILE`): the value is read from the file it names, so
+   * it is in neither the process list nor the environment. Read after `env`; setting both is an error.
+   */
+  readonly fileEnv: string | undefined;
   /** The key in `--config FILE` (the flag's name), or null: not settable from the file. */
   readonly configKey: string | null;
   /** The key in Leaf's `leaf.properties`, where Leaf has one. */
@@ -63,6 +68,8 @@ interface Common<N extends string> {
   env?: false;
   /** See `OptionEntry.platformEnv`. */
   platformEnv?: string;
+  /** A secret (a password in a URL, a token): it also has a `*_FILE` variable (`fileEnv`). */
+  secret?: true;
   /** false: not a key of `--config FILE`. */
   configKey?: false;
   leafKey?: string;
@@ -82,6 +89,7 @@ function entry<N extends string, V>(
     negated: false,
     env: spec.env === false ? null : envName(spec.flag),
     platformEnv: spec.platformEnv,
+    fileEnv: spec.secret && spec.env !== false ? `${envName(spec.flag)}_FILE` : undefined,
     configKey: spec.configKey === false || spec.env === false ? null : spec.flag,
     leafKey: spec.leafKey,
     type,

@@ -35,6 +35,7 @@ export const STORE_OPTIONS = [
     describedDefault: '`sqlite:<data-dir>/frond.db`',
     leafKey: 'leaf.jdbc.url',
     placeholder: 'URL',
+    secret: true,
     help: 'where `leaf_alloc` lives: `sqlite:PATH`, `postgres://user:pass@host:5432/db` or `mysql://user:pass@host:3306/db` (MySQL and MariaDB); see [docs/databases.md](docs/databases.md)',
   }),
 ] as const;
@@ -278,6 +279,7 @@ export const SERVE_OPTIONS = [
     flag: 'token',
     describedDefault: 'none: ID endpoints open',
     placeholder: 'T',
+    secret: true,
     help: 'a token that may ask for IDs; repeat the flag for several (a value is never split; `FROND_TOKEN` is a comma list); an empty or blank one stops the start',
   }),
   string({
@@ -286,6 +288,7 @@ export const SERVE_OPTIONS = [
     default: undefined,
     describedDefault: 'none: admin API on loopback only',
     placeholder: 'T',
+    secret: true,
     help: 'the token of the admin API',
   }),
   integer({

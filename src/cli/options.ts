@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry, SettingsOf } from './option-entry.js';
@@ -100,6 +101,8 @@ export function parseRaw(
       (name): name is string => typeof name === 'string' && env[name] !== undefined && env[name] !== '',
     );
     const text = variable === undefined ? undefined : (env[variable] as string);
+    if (variable !== undefined && entry.fileEnv !== undefined && (env[entry.fileEnv] ?? '') !== '')
+      throw usage(`set ${variable} or ${entry.fileEnv}, not both`);
     if (variable !== undefined && text !== undefined) {
       values[entry.name] =
         entry.type === 'boolean'
@@ -108,6 +111,12 @@ export function parseRaw(
             ? text.split(',').map((item) => item.trim())
             : text;
       sources[entry.name] = variable;
+      continue;
+    }
+    const secretFile = entry.fileEnv === undefined ? undefined : env[entry.fileEnv];
+    if (entry.fileEnv !== undefined && secretFile !== undefined && secretFile !== '') {
+      values[entry.name] = readSecretFile(entry.fileEnv, secretFile, entry.type === 'list');
+      sources[entry.name] = entry.fileEnv;
       continue;
     }
     for (const file of files) {
@@ -119,14 +128,15 @@ export function parseRaw(
     }
   }
   if (context.rejectUnknownEnv) {
-    const known = new Set(command.options.map((entry) => entry.env));
+    const known = new Set(
+      command.options.flatMap((entry) => [entry.env, entry.fileEnv]).filter((name): name is string => !!name),
+    );
     const unknown = Object.keys(env).find((key) => key.startsWith('FROND_') && !known.has(key));
     if (unknown !== undefined)
       throw usage(
-        `unknown environment variable ${unknown} for 'frond ${command.name}'${didYouMean(
-          unknown,
-          [...known].filter((name) => name !== null),
-        )} (see 'frond ${command.name} --help')`,
+        `unknown environment variable ${unknown} for 'frond ${command.name}'${didYouMean(unknown, [
+          ...known,
+        ])} (see 'frond ${command.name} --help')`,
       );
   }
   const names = command.positionals;
@@ -274,4 +284,21 @@ function editDistance(a: string, b: string): number {
     }
   }
   return (rows[a.length] as number[])[b.length] as number;
+}
+
+/**
+ * The value of a `*_FILE` variable: the file's text without its final line break (a list: one item
+ * a line). The file's content is never shown, only its path and why it could not be read.
+ */
+function readSecretFile(variable: string, path: string, list: boolean): string | string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw usage(`${variable}=${JSON.stringify(path)} cannot be read (${code})`);
+  }
+  const value = text.replace(/\r?\n$/, '');
+  // One token a line; a blank line is a blank token, which the start refuses (never "no token").
+  return list ? value.split(/\r?\n/).map((line) => line.trim()) : value;
 }

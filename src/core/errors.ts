@@ -43,8 +43,12 @@ export const ERROR_CODES = {
   SEGMENT_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The store could not be reached or answered with an error. */
   STORE_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
-  /** The store returned a range that starts below one this node already handed out. */
-  SEGMENT_REGRESSED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
+  /**
+   * The store returned a range that starts below one this node already handed out (a row lowered,
+   * or dropped and re-added): the range is not served. 503: the next load (after a fence, or once
+   * the row is above) may succeed; the code reaches the caller as it is (`permanent`).
+   */
+  SEGMENT_REGRESSED: { status: 503, retryable: true, permanent: true, exitCode: 1 },
   /** The next range of a tag would pass 2^63 - 1 (Java's Long.MAX_VALUE); the row is left unchanged. */
   ID_RANGE_EXHAUSTED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
   /** The clock is behind the last timestamp this node used; waiting did not help. */

@@ -33,7 +33,7 @@ describe('store registry', () => {
     assert.throws(() => backendOf('postgres:db'), invalid(/^unsupported --store "postgres:db"/));
     assert.throws(() => backendOf('oracle://scott:tiger@h/d'), {
       code: 'INVALID_CONFIG',
-      message: `unsupported --store "oracle://scott:***@h/d": use ${STORE_SPECS}`,
+      message: `unsupported --store "oracle://***@h/d": use ${STORE_SPECS}`,
     });
   });
 
@@ -46,7 +46,32 @@ describe('store registry', () => {
 
   it('redacts passwords of network URLs, and parses host, port and parameters', () => {
     const postgres = backendOf('postgres://');
-    assert.equal(postgres.redact('postgres://frond:s3cret@db:5433/ids'), 'postgres://frond:***@db:5433/ids');
+    assert.equal(postgres.redact('postgres://frond:s3cret@db:5433/ids'), 'postgres://***@db:5433/ids');
+    // Issue 16 item 8: a password typed with @, /, :, ?, # or % is hidden whole, and so is the user.
+    for (const secret of [
+      'p@ss/w:rd',
+      'se/cret',
+      'pass/word/x',
+      'pa#ss',
+      'pa?ss',
+      'p%zz',
+      'a:b:c',
+      'x@y@z',
+    ]) {
+      const shown = postgres.redact(`postgres://frond:${secret}@db:5433/ids`);
+      assert.equal(shown, 'postgres://***@db:5433/ids', secret);
+    }
+    // The `@` forgotten: a "port" that is no number is hidden too; a real host list is not.
+    assert.equal(postgres.redact('postgres://frond:s3cret/ids'), 'postgres://***/ids');
+    assert.equal(postgres.redact('postgres://h1:5432,[::1]:5433/ids'), 'postgres://h1:5432,[::1]:5433/ids');
+    assert.throws(
+      () => postgres.parse('postgres://u:p%zz@db/ids'),
+      (error: Error) => {
+        assert.match(error.message, /password has bad percent-encoding/);
+        assert.doesNotMatch(error.message, /zz/);
+        return true;
+      },
+    );
     assert.deepEqual(postgres.parse('postgresql://frond:s%40cret@[::1]/ids?pool=8'), {
       host: '::1',
       port: 5432,
@@ -61,7 +86,7 @@ describe('store registry', () => {
     assert.equal((mysql.parse('mysql://root@127.0.0.1/leaf') as { port: number }).port, 3306);
     assert.throws(
       () => mysql.parse('mysql://root:pw@/leaf'),
-      invalid(/^--store "mysql:\/\/root:\*\*\*@\/leaf" is not a valid URL/),
+      invalid(/^--store "mysql:\/\/\*\*\*@\/leaf" is not a valid URL/),
     );
     assert.throws(() => mysql.parse('mysql:///leaf'), invalid(/^--store mysql:\/\/\/leaf names no host/));
     assert.throws(() => openStore('postgres://h'), invalid(/names no database/));

@@ -19,7 +19,7 @@ export const SERVER_ERROR_CODES = {
   RATE_LIMITED: { retryable: true },
   SEGMENT_UNAVAILABLE: { retryable: true },
   STORE_UNAVAILABLE: { retryable: true },
-  SEGMENT_REGRESSED: { retryable: false },
+  SEGMENT_REGRESSED: { retryable: true },
   ID_RANGE_EXHAUSTED: { retryable: false },
   CLOCK_MOVED_BACKWARDS: { retryable: true },
   SEQUENCE_EXHAUSTED: { retryable: true },

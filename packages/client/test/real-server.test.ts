@@ -4,6 +4,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, type FrondClient, isFrondClientError } from '../src/index.js';
 import { addTag, duplicatesOf, type FrondProcess, serve, sharedStore } from './support/servers.js';
 
+/** Tags whose characters mean something in a URL (issue 16 item 5): each must reach its own row. */
+const ODD_TAGS = [
+  'a:b',
+  '订单',
+  'a b',
+  'a/b',
+  'a%b',
+  'a%3Ab',
+  'a#b',
+  'a?b',
+  'a+b',
+  'a&b=c',
+  'a;b',
+  'a\'b"',
+  'é/ü:ß',
+  '😀',
+];
+
 // Tests against a real `frond serve` (run `npm run build` first when running this file by hand).
 describe('@frond/client against a real frond serve', () => {
   const store = sharedStore();
@@ -16,9 +34,7 @@ describe('@frond/client against a real frond serve', () => {
   }
 
   before(async () => {
-    await Promise.all(
-      ['order', 'many', 'load', 'paced', 'a:b', '订单', 'a b', 'a/b'].map((tag) => addTag(store, tag)),
-    );
+    await Promise.all(['order', 'many', 'load', 'paced', ...ODD_TAGS].map((tag) => addTag(store, tag)));
     server = await serve(store, 1);
   });
 
@@ -33,10 +49,10 @@ describe('@frond/client against a real frond serve', () => {
     assert.match(await made.nextId('order'), /^[0-9]+$/);
   });
 
-  it("sends tags as the server reads them: 'a:b', '订单', 'a b', 'a/b' each reach their own row", async () => {
+  it("sends tags as the server reads them: 'a:b', 'a%3Ab', '订单', 'a b', 'a/b', 'a#b', 'a?b', … each reach their own row", async () => {
     const made = client(createClient({ urls: [server.url], idType: 'string' }));
     // Each row starts at 1 (frond tag add): a tag mangled on the way would be TAG_NOT_FOUND or share a row.
-    for (const tag of ['a:b', '订单', 'a b', 'a/b']) {
+    for (const tag of ODD_TAGS) {
       assert.equal(await made.nextId(tag), '1', tag);
       assert.deepEqual(await made.nextIds(tag, 2), ['2', '3'], tag);
     }

@@ -44,6 +44,16 @@ export const MYSQL_FROND_DDL = [
 ) ENGINE=InnoDB`,
 ];
 
+/**
+ * `column` holds the tag `?` spelled exactly (two parameters, both the tag). MySQL's and MariaDB's
+ * default collations match `Orders`, `ORDERS` and `orders ` with a row `orders`: the first test finds
+ * the row by its key, the second keeps it only if the bytes are the same (issue 16, item 2), so a
+ * case variant advances no row and is TAG_NOT_FOUND. Converted to utf8mb4 first, so a latin1 or
+ * utf8mb3 column compares as the UTF-8 the tag is sent in.
+ */
+const exactTag = (column: string) =>
+  `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
+
 /** The server a statement runs on: a replica promoted in a failover has its own server_id. */
 const IDENTITY_SQL = 'CAST(@@server_id AS CHAR)';
 /**
@@ -67,12 +77,12 @@ const advanceFencedSql = (byStep: boolean) => {
 START TRANSACTION;
 SELECT epoch, identity INTO @frond_epoch, @frond_identity FROM frond_fence WHERE id = 1 LOCK IN SHARE MODE;
 SET @frond_current = ${FENCE_CURRENT};
-UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE biz_tag = ? AND @frond_current = 1 AND ${floor} <= ${MAX_SEGMENT_ID} - ${by};
-INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag = ? AND @frond_current = 1
+UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE ${exactTag('biz_tag')} AND @frond_current = 1 AND ${floor} <= ${MAX_SEGMENT_ID} - ${by};
+INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE ${exactTag('biz_tag')} AND @frond_current = 1
   ON DUPLICATE KEY UPDATE max_id = GREATEST(frond_high_water.max_id, VALUES(max_id));
 SELECT @frond_epoch AS epoch, ${IDENTITY_SQL} AS identity, @frond_current AS current, l.max_id, l.step,
   (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
-  FROM (SELECT 1) one LEFT JOIN leaf_alloc l ON l.biz_tag = ?;
+  FROM (SELECT 1) one LEFT JOIN leaf_alloc l ON ${exactTag('l.biz_tag')};
 COMMIT`;
 };
 
@@ -82,12 +92,12 @@ COMMIT`;
  * connection is then destroyed, which rolls it back.
  */
 const ADVANCE_BY_TABLE_STEP = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - step;
-SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
+UPDATE leaf_alloc SET max_id = max_id + step WHERE ${exactTag('biz_tag')} AND max_id <= ${MAX_SEGMENT_ID} - step;
+SELECT max_id, step FROM leaf_alloc WHERE ${exactTag('biz_tag')};
 COMMIT`;
 const ADVANCE_BY = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - ?;
-SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?;
+UPDATE leaf_alloc SET max_id = max_id + ? WHERE ${exactTag('biz_tag')} AND max_id <= ${MAX_SEGMENT_ID} - ?;
+SELECT max_id, step FROM leaf_alloc WHERE ${exactTag('biz_tag')};
 COMMIT`;
 
 /**
@@ -146,8 +156,8 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   async advance(tag: string, step?: number): Promise<Allocation | undefined> {
     const [results] =
       step === undefined
-        ? await this.query(ADVANCE_BY_TABLE_STEP, [tag, tag])
-        : await this.query(ADVANCE_BY, [step, tag, step, tag]);
+        ? await this.query(ADVANCE_BY_TABLE_STEP, [tag, tag, tag, tag])
+        : await this.query(ADVANCE_BY, [step, tag, tag, step, tag, tag]);
     const [, update, select] = results as [unknown, mysql.ResultSetHeader, RawRow[], unknown];
     const row = select[0];
     if (row === undefined) return undefined;
@@ -166,8 +176,8 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
     const results = await this.withDeadlockRetry(() =>
       step === undefined
-        ? this.query(advanceFencedSql(false), [tag, tag, tag, tag, tag, tag])
-        : this.query(advanceFencedSql(true), [tag, step, tag, tag, step, tag, tag, tag]),
+        ? this.query(advanceFencedSql(false), [tag, tag, tag, tag, tag, tag, tag, tag, tag])
+        : this.query(advanceFencedSql(true), [tag, step, tag, tag, tag, step, tag, tag, tag, tag, tag]),
     );
     const parts = results[0] as unknown[];
     const update = parts[4] as mysql.ResultSetHeader;
@@ -270,7 +280,10 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async getTag(tag: string): Promise<TagRow | undefined> {
-    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc WHERE biz_tag = ?`, [tag]);
+    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
+      tag,
+      tag,
+    ]);
     const row = (rows as RawRow[])[0];
     return row && toTagRow(row);
   }
@@ -297,7 +310,11 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async setStep(tag: string, step: number): Promise<void> {
-    const [result] = await this.query('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?', [step, tag]);
+    const [result] = await this.query(`UPDATE leaf_alloc SET step = ? WHERE ${exactTag('biz_tag')}`, [
+      step,
+      tag,
+      tag,
+    ]);
     if ((result as mysql.ResultSetHeader).affectedRows === 0) {
       throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
     }

@@ -39,14 +39,14 @@ export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): Ne
   }
   const shown = redactUrl(spec);
   if (url.hostname === '') throw invalid(`--store ${shown} names no host: use ${example}`);
-  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  const database = decodeUserInfo(url.pathname.replace(/^\//, ''), shown, 'database name');
   if (database === '' || database.includes('/'))
     throw invalid(`--store ${shown} names no database (one path segment): use ${example}`);
   const config: NetworkSqlConfig = {
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port === '' ? dialect.defaultPort : Number(url.port),
-    user: url.username === '' ? undefined : decodeURIComponent(url.username),
-    password: url.password === '' ? undefined : decodeURIComponent(url.password),
+    user: url.username === '' ? undefined : decodeUserInfo(url.username, shown, 'user'),
+    password: url.password === '' ? undefined : decodeUserInfo(url.password, shown, 'password'),
     database,
     poolSize: URL_PARAMETERS.pool.fallback,
     connectTimeoutMs: URL_PARAMETERS.connect_timeout_ms.fallback,
@@ -80,11 +80,31 @@ export function parseNetworkSqlUrl(spec: string, dialect: NetworkSqlDialect): Ne
 }
 
 /**
- * A URL with its password replaced (`scheme://user:***@host`), fit for an error message or a log
- * line. The registry uses it too, for a `--store` value no backend takes.
+ * A URL fit for an error message or a log line: its whole user-info replaced (`scheme://***@host…`),
+ * up to the last `@`, since a password typed without percent-encoding may hold `@`, `/`, `:`, `?`
+ * or `#` and then no URL parser finds where it ends. An authority with no `@` whose "port" is not
+ * a number (`postgres://user:secret/db`, the `@` forgotten) is hidden too. The registry uses it for
+ * a `--store` value no backend takes.
  */
 export function redactUrl(spec: string): string {
-  return spec.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(spec)?.[0];
+  if (scheme === undefined) return spec;
+  const rest = spec.slice(scheme.length);
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) return `${scheme}***@${rest.slice(at + 1)}`;
+  const authority = /^[^/?#]*/.exec(rest)?.[0] ?? '';
+  const hostPort = /^(\[[0-9a-f:.]*\]|[^:[\]]*)(:[0-9]*)?$/i;
+  if (authority.split(',').every((item) => hostPort.test(item))) return spec;
+  return `${scheme}***${rest.slice(authority.length)}`;
+}
+
+/** A percent-decoded user or password; bad percent-encoding is INVALID_CONFIG, naming neither. */
+function decodeUserInfo(text: string, shown: string, what: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw invalid(`--store ${shown}: the ${what} has bad percent-encoding (write % as %25)`);
+  }
 }
 
 function invalid(message: string): FrondError {
