@@ -317,6 +317,14 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
         if (SYNC_REPLICATION_CANCELLED.test(notice.message ?? '')) warning = notice.message;
       };
       client.on('notice', onNotice);
+      // A checked-out client whose connection breaks (the server or a proxy cut it) emits 'error'
+      // and the pool no longer listens for it: without this listener the process would end. The
+      // query in flight fails by itself, and the client is thrown away below.
+      let broken: Error | undefined;
+      const onError = (error: Error) => {
+        broken ??= error;
+      };
+      client.on('error', onError);
       let failed: unknown;
       try {
         const result = await operation(client);
@@ -327,7 +335,8 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
         throw error;
       } finally {
         client.off('notice', onNotice);
-        client.release(failed === undefined ? undefined : true);
+        client.off('error', onError);
+        client.release(failed === undefined && broken === undefined ? undefined : true);
       }
     });
   }
