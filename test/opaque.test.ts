@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { createClient } from '../packages/client/src/index.js';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { OpaqueSecret } from '../src/server/opaque-keys.js';
@@ -76,6 +77,20 @@ describe('opaque tags over HTTP', () => {
       assert.equal(decoded.status, 200, decoded.text);
       assert.equal(decoded.json.segmentId, String(k));
       assert.equal(decoded.json.domain, 'digits:10');
+    }
+  });
+
+  it('serves the SDK already permuted: @frond/client falls back from /v1/ranges to /v1/segment lists', async () => {
+    const client = createClient({ urls: [base], idType: 'string' });
+    try {
+      const ids = [await client.nextId(opaqueTag), ...(await client.nextIds(opaqueTag, 2_000))];
+      for (const id of ids) assert.match(id, /^[1-9][0-9]{9}$/);
+      assert.equal(new Set(ids).size, ids.length);
+      let up = 0;
+      for (let i = 1; i < ids.length; i++) if (BigInt(ids[i] as string) > BigInt(ids[i - 1] as string)) up++;
+      assert.ok(up > ids.length * 0.4 && up < ids.length * 0.6, `${up} of ${ids.length - 1} increase`);
+    } finally {
+      client.close();
     }
   });
 
