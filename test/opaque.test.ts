@@ -166,7 +166,7 @@ describe('opaque tags over HTTP', () => {
     const seen = new Set<string>();
     const capacity = 2 ** 20 - 1;
     while (seen.size < capacity) {
-      const count = Math.min(10_000, capacity - seen.size);
+      const count = Math.min(7_000, capacity - seen.size);
       const reply = await call(base, `/v1/segment/${tag}?count=${count}`);
       assert.equal(reply.status, 200, reply.text);
       for (const id of reply.json.ids as string[]) {

@@ -60,8 +60,13 @@ export class OpaqueTag {
   private refill(atLeast = 0): Promise<void> {
     if (this.refilling) return this.refilling;
     const run = (async () => {
-      const ids = await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast));
-      const encoded = this.codec.encodeMany(ids.map((id) => BigInt(id)));
+      const ids = (await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast))).map((id) =>
+        BigInt(id),
+      );
+      // A batch that straddles the end of the domain serves what fits; past it, ID_RANGE_EXHAUSTED.
+      const capacity = this.codec.capacity;
+      const fits = ids.filter((id) => id >= 1n && id <= capacity);
+      const encoded = this.codec.encodeMany(fits.length === 0 ? ids : fits);
       this.queue = this.at === 0 ? this.queue.concat(encoded) : this.queue.slice(this.at).concat(encoded);
       this.at = 0;
     })();
