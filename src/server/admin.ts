@@ -122,7 +122,8 @@ export function tagJson(row: TagRow, opaque?: OpaqueJson | null) {
     step: row.step,
     description: row.description,
     updateTime: row.updateTime?.toISOString() ?? null,
-    ...(opaque === undefined ? {} : { opaque }),
+    // Only an opaque tag has the field: a plain tag's row reads as it did before opaque tags.
+    ...(opaque === undefined || opaque === null ? {} : { opaque }),
   };
 }
 
