@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { OpaqueSecret } from '../src/server/opaque-keys.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { SNOWFLAKE_LIMIT } from './in-process.js';
 import { type ChildServer, startFrondServer, startTsServer } from './lib/child-server.js';
@@ -52,7 +54,13 @@ export interface HttpSummary {
   /** Bare's server CPU per request over frond's (1 = as cheap as bare). */
   leafSegmentCpuRatio: number;
   leafSnowflakeCpuRatio: number;
+  /** The opaque tag (`digits:11`) at one ID per request, and its requests/s over the plain tag's. */
+  opaqueSegmentRps: number;
+  opaqueVsPlain: number;
+  /** Its server CPU per request over the plain tag's: the cost as the load generator cannot hide it. */
+  opaqueCpuVsPlain: number;
   batchSegmentIdsPerSecond: number;
+  batchOpaqueIdsPerSecond: number;
   batchSnowflakeIdsPerSecond: number;
   fixedRateDuplicates: number;
   errors: number;
@@ -118,8 +126,20 @@ async function fixedRun(target: Target, options: HttpOptions): Promise<Run> {
  */
 export async function runHttp(options: HttpOptions): Promise<{ sections: Section[]; summary: HttpSummary }> {
   const dataDir = await frondDataDir();
+  // An opaque tag beside the plain one, under a secret made for this run.
+  const secretHex = randomBytes(32).toString('hex');
+  const secret = OpaqueSecret.fromText(secretHex, 'bench');
+  const domain = { kind: 'digits', digits: 11 } as const;
+  const opaqueStore = new SqliteSegmentStore(join(dataDir, 'frond.db'));
+  await opaqueStore.addOpaqueTag(
+    { tag: 'bench-opaque', step: 1000, start: 1n },
+    { domain: 'digits:11', keyCheck: secret.keyCheck('bench-opaque', domain) },
+  );
+  await opaqueStore.close();
   const bare = await startTsServer('bare node:http', 'servers/bare-server.ts');
-  const frond = await startFrondServer('frond', ['--port', '0', '--data-dir', dataDir]);
+  const frond = await startFrondServer('frond', ['--port', '0', '--data-dir', dataDir], {
+    FROND_OPAQUE_SECRET: secretHex,
+  });
   try {
     const baseline: Target = {
       name: 'bare node:http server (`res.end(String(++n))`)',
@@ -141,6 +161,12 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
         path: '/api/snowflake/get/bench',
         ids: 1,
       },
+      {
+        name: 'frond `/api/segment/get/bench-opaque` (Leaf, opaque `digits:11`)',
+        server: frond,
+        path: '/api/segment/get/bench-opaque',
+        ids: 1,
+      },
     ];
     const batch: Target[] = [
       baseline,
@@ -154,6 +180,12 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
         name: `frond \`/v1/snowflake?count=${BATCH}\``,
         server: frond,
         path: `/v1/snowflake?count=${BATCH}`,
+        ids: BATCH,
+      },
+      {
+        name: `frond \`/v1/segment/bench-opaque?count=${BATCH}\` (opaque)`,
+        server: frond,
+        path: `/v1/segment/bench-opaque?count=${BATCH}`,
         ids: BATCH,
       },
     ];
@@ -185,11 +217,18 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
       leafSnowflakeCpuRatio:
         cpuPerRequest(saturated.get(baseline) ?? []) /
         cpuPerRequest(saturated.get(single[2] as Target) ?? []),
+      opaqueSegmentRps: rps(saturated, single[3] as Target),
+      opaqueVsPlain: rps(saturated, single[3] as Target) / rps(saturated, single[1] as Target),
+      opaqueCpuVsPlain:
+        cpuPerRequest(saturated.get(single[3] as Target) ?? []) /
+        cpuPerRequest(saturated.get(single[1] as Target) ?? []),
       batchSegmentIdsPerSecond: rps(batched, batch[1] as Target) * BATCH,
+      batchOpaqueIdsPerSecond: rps(batched, batch[3] as Target) * BATCH,
       batchSnowflakeIdsPerSecond: rps(batched, batch[2] as Target) * BATCH,
       fixedRateDuplicates: [
         ...(fixed.get(single[1] as Target) ?? []),
         ...(fixed.get(single[2] as Target) ?? []),
+        ...(fixed.get(single[3] as Target) ?? []),
       ].reduce((sum, run) => sum + run.duplicates, 0),
       errors,
     };

@@ -132,6 +132,12 @@ if (only.has('http')) {
     leaf('Leaf segment', summary.leafSegmentRps, summary.leafSegmentCpuRatio),
     leaf('Leaf snowflake', summary.leafSnowflakeRps, summary.leafSnowflakeCpuRatio),
     [
+      'One ID per request: opaque segment IDs (`digits:11`) vs plain',
+      '≥ 0.8× plain segment IDs',
+      `${si(summary.opaqueSegmentRps)} req/s = ${summary.opaqueVsPlain.toFixed(2)}× plain; CPU per request ${summary.opaqueCpuVsPlain.toFixed(2)}× plain's; batches of 1000: ${si(summary.batchOpaqueIdsPerSecond)} opaque IDs/s`,
+      mark(summary.opaqueVsPlain >= 0.8 && summary.errors === 0),
+    ],
+    [
       'Batch over HTTP (segment, 1000 a request)',
       '≥ 5 M IDs/s',
       `${si(summary.batchSegmentIdsPerSecond)} IDs/s (snowflake: ${si(summary.batchSnowflakeIdsPerSecond)} = ${percent(summary.batchSnowflakeIdsPerSecond / SNOWFLAKE_LIMIT)} of one worker's limit)`,

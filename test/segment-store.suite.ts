@@ -60,6 +60,31 @@ export function describeSegmentStore(
         assert.equal((await store.getTag(tag))?.step, 10);
       }));
 
+    it('stores an opaque tag with its row in one transaction, and never over a tag that exists', (t) =>
+      withStore(t, async (store) => {
+        const opaque = randomTag();
+        const plain = randomTag();
+        const setting = { domain: 'digits:11', keyCheck: '0123456789abcdef' };
+        assert.equal(await store.tagOptions(opaque), undefined);
+        await store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, setting);
+        assert.deepEqual(await store.tagOptions(opaque), { opaque: setting });
+        assert.equal((await store.getTag(opaque))?.maxId, 1n);
+        await store.addTag({ tag: plain, step: 10, start: 1n });
+        assert.deepEqual(await store.tagOptions(plain), { opaque: null });
+        // A plain tag that exists stays plain: the setting is rolled back with the failed row.
+        await assert.rejects(store.addOpaqueTag({ tag: plain, step: 10, start: 1n }, setting), (error) =>
+          isFrondError(error, 'TAG_EXISTS'),
+        );
+        assert.deepEqual(await store.tagOptions(plain), { opaque: null });
+        await assert.rejects(
+          store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, { domain: 'bits:63', keyCheck: 'x' }),
+          (error) => isFrondError(error, 'TAG_EXISTS'),
+        );
+        const all = await store.listOpaque();
+        assert.deepEqual(all.get(opaque), setting);
+        assert.equal(all.has(plain), false);
+      }));
+
     it('changes the step of a tag, and reports TAG_NOT_FOUND for a tag without a row', (t) =>
       withStore(t, async (store) => {
         const tag = randomTag();

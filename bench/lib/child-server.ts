@@ -23,16 +23,28 @@ export function startTsServer(name: string, file: string, args: string[] = []): 
 }
 
 /** Runs the real `frond serve` (the compiled dist/, as users run it). */
-export function startFrondServer(name: string, args: string[]): Promise<ChildServer> {
-  return startChildServer(name, [FROND_BIN, 'serve', ...args]);
+export function startFrondServer(
+  name: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<ChildServer> {
+  return startChildServer(name, [FROND_BIN, 'serve', ...args], 30_000, env);
 }
 
 /**
  * Spawns `node ARGS` and resolves once it prints a JSON line with `"event":"listening"` and a `url`,
  * as frond does (and the bench servers imitate).
  */
-export function startChildServer(name: string, nodeArgs: string[], timeoutMs = 30_000): Promise<ChildServer> {
-  const child = spawn(process.execPath, nodeArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startChildServer(
+  name: string,
+  nodeArgs: string[],
+  timeoutMs = 30_000,
+  env?: NodeJS.ProcessEnv,
+): Promise<ChildServer> {
+  const child = spawn(process.execPath, nodeArgs, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(env === undefined ? {} : { env: { ...process.env, ...env } }),
+  });
   running.add(child);
   child.once('exit', () => running.delete(child));
   const output: string[] = [];

@@ -1,5 +1,5 @@
 import type { Allocation } from '../../src/core/segment-store.js';
-import type { NewTag, TagRow, TagStore } from '../../src/core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../src/core/tag-admin.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -44,6 +44,18 @@ export class LatencyStore implements TagStore {
 
   setStep(tag: string, step: number): Promise<void> {
     return this.later(() => this.inner.setStep(tag, step));
+  }
+
+  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    return this.later(() => this.inner.tagOptions(tag));
+  }
+
+  listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    return this.later(() => this.inner.listOpaque());
+  }
+
+  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    return this.later(() => this.inner.addOpaqueTag(tag, opaque));
   }
 
   close(): Promise<void> {

@@ -405,6 +405,15 @@ export const TAG_ADD = command({
       placeholder: 'TEXT',
       help: "Leaf's description column",
     }),
+    string({
+      name: 'opaque',
+      flag: 'opaque',
+      default: undefined,
+      maxLength: 16,
+      env: false,
+      placeholder: 'DOMAIN',
+      help: 'serve opaque IDs: bits:20..63 or digits:6..18, fixed for good (needs FROND_OPAQUE_SECRET or FROND_OPAQUE_SECRET_FILE)',
+    }),
   ],
 });
 
@@ -444,8 +453,21 @@ export const DB_INIT = command({
 export const DECODE = command({
   name: 'decode',
   positionals: ['id'],
-  summary: 'shows the time, worker ID and sequence of a snowflake ID',
-  options: [EPOCH],
+  summary:
+    'shows the time, worker ID and sequence of a snowflake ID, or with --tag the segment ID behind an opaque ID',
+  options: [
+    EPOCH,
+    ...STORE_OPTIONS,
+    string({
+      name: 'tag',
+      flag: 'tag',
+      default: undefined,
+      maxLength: 128,
+      env: false,
+      placeholder: 'TAG',
+      help: "the opaque tag the ID is from (reads the tag's domain from the store; needs the opaque-ID secret)",
+    }),
+  ],
 });
 
 export const SERVE = command({

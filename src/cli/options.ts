@@ -32,6 +32,9 @@ export interface ParseContext {
   now?: number;
 }
 
+/** Read by `OpaqueSecret.fromEnvironment`, never by the option table (a secret is not a setting to print). */
+const SECRET_ENV = new Set(['FROND_OPAQUE_SECRET', 'FROND_OPAQUE_SECRET_FILE']);
+
 export function usage(message: string): FrondError {
   return new FrondError('INVALID_ARGUMENT', message);
 }
@@ -131,7 +134,9 @@ export function parseRaw(
     const known = new Set(
       command.options.flatMap((entry) => [entry.env, entry.fileEnv]).filter((name): name is string => !!name),
     );
-    const unknown = Object.keys(env).find((key) => key.startsWith('FROND_') && !known.has(key));
+    const unknown = Object.keys(env).find(
+      (key) => key.startsWith('FROND_') && !known.has(key) && !SECRET_ENV.has(key),
+    );
     if (unknown !== undefined)
       throw usage(
         `unknown environment variable ${unknown} for 'frond ${command.name}'${didYouMean(unknown, [

@@ -1,12 +1,14 @@
 import { FrondError } from '../core/errors.js';
+import { formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
-import type { TagAdmin } from '../core/tag-admin.js';
+import type { TagStore } from '../core/tag-admin.js';
+import { OpaqueSecret } from '../server/opaque-keys.js';
 import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
-async function withStore<T>(spec: string, use: (store: TagAdmin) => Promise<T>): Promise<T> {
+async function withStore<T>(spec: string, use: (store: TagStore) => Promise<T>): Promise<T> {
   const store = openStore(spec);
   try {
     return await use(store);
@@ -28,14 +30,43 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   }
   const start = assertStart(parsed, step);
   const description = settings.description ?? null;
-  await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }));
-  out(`added tag ${tag}: first ID ${start}, step ${step}`);
+  if (settings.opaque === undefined) {
+    await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }));
+    out(`added tag ${tag}: first ID ${start}, step ${step}`);
+    return 0;
+  }
+  const domain = parseDomain(settings.opaque);
+  if (start < 1n) throw new FrondError('INVALID_ARGUMENT', 'an opaque tag starts at 1 or above (--start)');
+  const secret = OpaqueSecret.fromEnvironment();
+  if (secret === undefined)
+    throw new FrondError(
+      'OPAQUE_SECRET_MISSING',
+      '--opaque needs the opaque-ID secret the nodes share: set FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
+    );
+  const setting = { domain: formatDomain(domain), keyCheck: secret.keyCheck(tag, domain) };
+  await withStore(storeOf(settings), (store) =>
+    store.addOpaqueTag({ tag, step, start, description }, setting),
+  );
+  out(
+    `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${start}, step ${step}, secret fingerprint ${secret.fingerprint}`,
+  );
   return 0;
 }
 
 async function list(args: string[], out: (line: string) => void): Promise<number> {
   const { settings } = parseCommand(TAG_LIST, args);
-  const rows = await withStore(storeOf(settings), (store) => store.listRows());
+  const [rows, opaque] = await withStore(storeOf(settings), (store) =>
+    Promise.all([store.listRows(), store.listOpaque()]),
+  );
+  const secret = OpaqueSecret.fromEnvironment();
+  // Whether this secret makes the key check stored with the tag: all nodes must share one.
+  const keyOf = (tag: string) => {
+    const setting = opaque.get(tag);
+    if (setting === undefined) return null;
+    const matches =
+      secret === undefined ? null : secret.keyCheck(tag, parseDomain(setting.domain)) === setting.keyCheck;
+    return { ...setting, keyMatches: matches };
+  };
   if (settings.json) {
     out(
       JSON.stringify(
@@ -45,19 +76,34 @@ async function list(args: string[], out: (line: string) => void): Promise<number
           step: r.step,
           description: r.description,
           updateTime: r.updateTime?.toISOString() ?? null,
+          opaque: keyOf(r.tag),
         })),
       ),
     );
     return 0;
   }
-  const table = [['TAG', 'MAX_ID', 'STEP', 'UPDATED', 'DESCRIPTION']].concat(
-    rows.map((r) => [
-      r.tag,
-      r.maxId.toString(),
-      String(r.step),
-      r.updateTime?.toISOString() ?? '',
-      r.description ?? '',
-    ]),
+  if (opaque.size > 0)
+    out(
+      secret === undefined
+        ? 'opaque-ID secret: none set here (FROND_OPAQUE_SECRET_FILE), key checks not compared'
+        : `opaque-ID secret fingerprint ${secret.fingerprint}`,
+    );
+  const table = [['TAG', 'MAX_ID', 'STEP', 'UPDATED', 'OPAQUE', 'DESCRIPTION']].concat(
+    rows.map((r) => {
+      const key = keyOf(r.tag);
+      const shown =
+        key === null
+          ? ''
+          : `${key.domain}${key.keyMatches === null ? '' : key.keyMatches ? ' (key ok)' : ' (OTHER SECRET)'}`;
+      return [
+        r.tag,
+        r.maxId.toString(),
+        String(r.step),
+        r.updateTime?.toISOString() ?? '',
+        shown,
+        r.description ?? '',
+      ];
+    }),
   );
   const widths =
     table[0]?.map((_, column) => Math.max(...table.map((row) => (row[column] ?? '').length))) ?? [];

@@ -61,6 +61,14 @@ export const ERROR_CODES = {
   TIMESTAMP_OVERFLOW: { status: 500, retryable: false, permanent: false, exitCode: 1 },
   WORKER_ID_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   SHUTTING_DOWN: { status: 503, retryable: true, permanent: false, exitCode: 1 },
+  /** An opaque tag was asked of a node started without FROND_OPAQUE_SECRET(_FILE): another node may serve it. */
+  OPAQUE_SECRET_MISSING: { status: 503, retryable: true, permanent: true, exitCode: 2 },
+  /** This node's opaque-ID secret is not the one the tag was created with: all nodes must share one. */
+  OPAQUE_SECRET_MISMATCH: { status: 503, retryable: true, permanent: true, exitCode: 2 },
+  /** A tag's opaque domain is fixed when it is created: changing it (or making a used tag opaque) could repeat IDs. */
+  OPAQUE_TAG_FIXED: { status: 409, retryable: false, permanent: false, exitCode: 1 },
+  /** /v1/ranges grants consecutive IDs, which an opaque tag does not have; /v1/segment answers lists. */
+  OPAQUE_NO_RANGES: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   INVALID_CONFIG: { status: 500, retryable: false, permanent: true, exitCode: 2 },
   INTERNAL: { status: 500, retryable: false, permanent: false, exitCode: 1 },
 } as const satisfies Record<string, ErrorCodeSpec>;

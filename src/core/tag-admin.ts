@@ -36,8 +36,31 @@ export interface TagAdmin {
   setStep(tag: string, step: number): Promise<void>;
 }
 
+/**
+ * An opaque tag's setting, in frond's own table `frond_tag_options` beside `leaf_alloc`: the domain
+ * (`bits:63`, `digits:11`) and the key check of the secret that created it (`OpaqueSecret.keyCheck`).
+ */
+export interface OpaqueSetting {
+  domain: string;
+  keyCheck: string;
+}
+
+/**
+ * frond's per-tag options. A tag is made opaque only when it is created, its row and its setting in
+ * one transaction, and the setting is never changed or removed: so a node that reads a tag's row and
+ * its options in one statement and finds no setting knows the tag is plain for good.
+ */
+export interface TagOptionsAdmin {
+  /** The tag's options, read with its row in one statement; undefined when the tag has no row. */
+  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined>;
+  /** The setting of every opaque tag. */
+  listOpaque(): Promise<Map<string, OpaqueSetting>>;
+  /** Inserts the tag's row and its opaque setting in one transaction; TAG_EXISTS if either exists. */
+  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void>;
+}
+
 /** What a store backend implements: the segment primitive and tag administration over one table. */
-export interface TagStore extends SegmentStore, TagAdmin {}
+export interface TagStore extends SegmentStore, TagAdmin, TagOptionsAdmin {}
 
 /** The step of a new tag when none is given (`frond tag add`, `POST /v1/tags`). */
 export const DEFAULT_TAG_STEP = 1000;

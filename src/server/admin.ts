@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../core/errors.js';
+import { formatDomain, type OpaqueDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
-import { DEFAULT_TAG_STEP, type TagAdmin, type TagRow } from '../core/tag-admin.js';
+import { DEFAULT_TAG_STEP, type OpaqueSetting, type TagRow, type TagStore } from '../core/tag-admin.js';
 
 /** Admin bodies are a few fields; 16 KiB is generous and keeps a client from streaming megabytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -104,22 +105,65 @@ function stepField(body: Record<string, unknown>): number {
   return assertStep(integerField(body, 'step', DEFAULT_TAG_STEP, 1, MAX_TABLE_STEP));
 }
 
-export function tagJson(row: TagRow) {
+/**
+ * An opaque tag's setting as the admin API shows it: the domain, the key check stored with it, and
+ * whether this node's secret makes the same (null: the node has no secret). Never a key.
+ */
+export interface OpaqueJson {
+  domain: string;
+  keyCheck: string;
+  keyMatches: boolean | null;
+}
+
+export function tagJson(row: TagRow, opaque?: OpaqueJson | null) {
   return {
     tag: row.tag,
     maxId: row.maxId.toString(),
     step: row.step,
     description: row.description,
     updateTime: row.updateTime?.toISOString() ?? null,
+    // Only an opaque tag has the field: a plain tag's row reads as it did before opaque tags.
+    ...(opaque === undefined || opaque === null ? {} : { opaque }),
   };
+}
+
+/** What the admin API needs of the opaque tags (`OpaqueTags`). */
+export interface OpaqueAdmin {
+  settingFor(tag: string, domain: OpaqueDomain): OpaqueSetting;
+  matches(tag: string, setting: OpaqueSetting): boolean | null;
+}
+
+export function opaqueJson(
+  opaque: OpaqueAdmin | undefined,
+  tag: string,
+  setting: OpaqueSetting | null | undefined,
+): OpaqueJson | null {
+  if (setting === null || setting === undefined) return null;
+  return { ...setting, keyMatches: opaque ? opaque.matches(tag, setting) : null };
+}
+
+/** `opaque` of a body: absent, null (plain) or a domain (`bits:63`, `digits:11`). */
+function opaqueField(body: Record<string, unknown>): OpaqueDomain | null | undefined {
+  const value = body.opaque;
+  if (value === undefined || value === null) return value;
+  if (typeof value !== 'string')
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      'opaque must be a domain such as "bits:63" or "digits:11", or null',
+    );
+  return parseDomain(value);
 }
 
 /**
  * `POST /v1/tags` with `{"tag", "step"?, "start"?, "description"?}`: the first ID is `start`
  * (default 1), the step defaults to 1000 as in `frond tag add`.
  */
-export async function addTag(store: TagAdmin, text: string): Promise<ReturnType<typeof tagJson>> {
-  const body = parseObject(text, ['tag', 'step', 'start', 'description']);
+export async function addTag(
+  store: TagStore,
+  text: string,
+  opaque?: OpaqueAdmin,
+): Promise<ReturnType<typeof tagJson>> {
+  const body = parseObject(text, ['tag', 'step', 'start', 'description', 'opaque']);
   if (typeof body.tag !== 'string') throw new FrondError('INVALID_ARGUMENT', 'tag must be a string');
   const tag = assertValidTag(body.tag);
   const step = stepField(body);
@@ -128,23 +172,50 @@ export async function addTag(store: TagAdmin, text: string): Promise<ReturnType<
   if (description !== null && (typeof description !== 'string' || description.length > 256)) {
     throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
   }
-  await store.addTag({ tag, step, start, description });
-  const row = await store.getTag(tag);
+  const domain = opaqueField(body);
+  if (domain === undefined || domain === null) {
+    await store.addTag({ tag, step, start, description });
+  } else {
+    // An opaque tag's segment IDs are 1..capacity: a first ID below 1 could never be served.
+    if (start < 1n) throw new FrondError('INVALID_ARGUMENT', 'an opaque tag starts at 1 or above');
+    if (opaque === undefined)
+      throw new FrondError(
+        'OPAQUE_SECRET_MISSING',
+        `tag ${tag}: this node has no opaque-ID secret to make an opaque tag with`,
+      );
+    await store.addOpaqueTag({ tag, step, start, description }, opaque.settingFor(tag, domain));
+  }
+  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
   if (row === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
-  return tagJson(row);
+  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
 }
 
 /** `PATCH /v1/tags/{tag}` with `{"step"}`: running nodes use it from their next segment load. */
 export async function patchTag(
-  store: TagAdmin,
+  store: TagStore,
   rawTag: string,
   text: string,
+  opaque?: OpaqueAdmin,
 ): Promise<ReturnType<typeof tagJson>> {
   const tag = assertValidTag(rawTag);
-  const body = parseObject(text, ['step']);
-  if (body.step === undefined) throw new FrondError('INVALID_ARGUMENT', 'step is required');
-  await store.setStep(tag, stepField(body));
-  const row = await store.getTag(tag);
+  const body = parseObject(text, ['step', 'opaque']);
+  if (body.step === undefined && body.opaque === undefined)
+    throw new FrondError('INVALID_ARGUMENT', 'step or opaque is required');
+  const domain = opaqueField(body);
+  if (domain !== undefined) {
+    // The domain is fixed when the tag is created: a plain tag made opaque, or an opaque one given
+    // another domain (another key), could answer an ID it already answered. Only the same is taken.
+    const current = await store.tagOptions(tag);
+    if (current === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    const asked = domain === null ? null : formatDomain(domain);
+    if ((current.opaque?.domain ?? null) !== asked)
+      throw new FrondError(
+        'OPAQUE_TAG_FIXED',
+        `tag ${tag} is ${current.opaque ? `opaque ${current.opaque.domain}` : 'plain'}: a tag's opaque domain is fixed when it is created (another domain or key could repeat an ID already handed out); create a new tag with {"opaque": ${JSON.stringify(asked)}}`,
+      );
+  }
+  if (body.step !== undefined) await store.setStep(tag, stepField(body));
+  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
   if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-  return tagJson(row);
+  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
 }

@@ -8,6 +8,7 @@ import { ClientAbortedError } from './admin.js';
 import { createIdHandlers } from './id-handlers.js';
 import { type LeafErrorKind, sendLeafError } from './leaf-errors.js';
 import { NO_OBSERVER, type RequestObserver } from './metrics.js';
+import type { OpaqueTags } from './opaque-tags.js';
 import { createOpsHandlers, type OpsDeps } from './ops-handlers.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendError } from './responses.js';
@@ -19,6 +20,8 @@ export interface AppDeps {
   segment: SegmentAllocator<TagStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
+  /** Which tags are opaque; every tag is plain when absent (tests). */
+  opaque?: OpaqueTags | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */
   epoch: number;
   logger: Logger;
@@ -61,7 +64,7 @@ export function createApp(deps: AppDeps): Handler {
     observer.error(sendLeafError(req, res, error, kind, leafOptions));
   const table = routeTable(
     createIdHandlers(deps, reportError, reportLeafError),
-    deps.ops && createOpsHandlers(deps.ops, segment, reportError),
+    deps.ops && createOpsHandlers(deps.ops, segment, reportError, deps.opaque),
   );
   const route = createRouter<RouteLabel>(table, 'other', {
     access: deps.access ?? { tokens: [], adminToken: undefined },

@@ -1,14 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
-import type { IdRun } from '../core/segment-buffer.js';
+import type { IdRun, SegmentId } from '../core/segment-buffer.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
-import { decodeTagPath } from '../core/tag.js';
+import { assertValidTag, decodeTagPath } from '../core/tag.js';
 import type { TagStore } from '../core/tag-admin.js';
 import { idsJson } from './ids-json.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from './leaf-errors.js';
 import { cachePage, dbPage, javaParseLong, LEAF_DECODE_ERROR, leafDecodeBody } from './leaf-pages.js';
+import { OpaqueTag, type OpaqueTags, PLAIN } from './opaque-tags.js';
 import { sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 import type { RouteHandler } from './router.js';
 import { FROND_VERSION } from './version.js';
@@ -29,6 +30,8 @@ export interface IdHandlerDeps {
   snowflake: SnowflakeService | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */
   epoch: number;
+  /** Which tags are opaque (`opaque-tags.ts`); every tag is plain when absent. */
+  opaque?: OpaqueTags | undefined;
   /** `/readyz`'s answer, which `/healthz` reports without acting on it. */
   ops?: { readiness(): { ready: boolean } } | undefined;
 }
@@ -56,7 +59,7 @@ export function createIdHandlers(
   reportError: (res: ServerResponse, error: unknown) => void,
   reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
 ): IdHandlers {
-  const { segment, snowflake, epoch } = deps;
+  const { segment, snowflake, epoch, opaque } = deps;
   const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
   const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
     reportLeafError(req, res, error, kind);
@@ -71,6 +74,26 @@ export function createIdHandlers(
     return snowflake;
   }
 
+  /**
+   * The mode of a tag this node has not served yet, read from the store first: no ID of a tag is
+   * answered before the node knows whether it is opaque. A refusal rejects.
+   */
+  async function modeOf(
+    allocator: SegmentAllocator<TagStore>,
+    tag: string,
+  ): Promise<typeof PLAIN | OpaqueTag> {
+    const mode = opaque === undefined ? PLAIN : await opaque.resolve(assertValidTag(tag));
+    if (mode === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    if (mode instanceof FrondError) throw mode;
+    if (mode === PLAIN && allocator === undefined) throw disabled('segment', '--no-segment');
+    return mode;
+  }
+
+  async function opaqueOne(allocator: SegmentAllocator<TagStore>, tag: string): Promise<SegmentId | bigint> {
+    const mode = await modeOf(allocator, tag);
+    return mode === PLAIN ? allocator.next(tag) : mode.next();
+  }
+
   return {
     leafSegment(req, res, rawTag) {
       const allocator = needSegment();
@@ -80,9 +103,18 @@ export function createIdHandlers(
         throw new FrondError('NOT_FOUND', 'no route: the tag after /api/segment/get/ is empty');
       // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
       const tag = decodeTagPath(path);
-      const id = allocator.tryNext(tag);
-      if (id !== undefined) return sendText(res, String(id));
-      allocator.next(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
+      const mode = opaque === undefined ? PLAIN : opaque.modeOf(tag);
+      if (mode === PLAIN) {
+        const id = allocator.tryNext(tag);
+        if (id !== undefined) return sendText(res, String(id));
+        allocator.next(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
+        return;
+      }
+      if (mode instanceof OpaqueTag) {
+        const id = mode.tryNext();
+        if (id !== undefined) return sendText(res, String(id));
+      }
+      opaqueOne(allocator, tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
     },
 
     leafSnowflake(req, res, key) {
@@ -123,14 +155,36 @@ export function createIdHandlers(
       const allocator = needSegment();
       const tag = decodeTagPath(rawTag);
       const count = parseCount(query);
-      allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+      if (opaque === undefined || opaque.modeOf(tag) === PLAIN) {
+        allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+        return;
+      }
+      modeOf(allocator, tag)
+        .then((mode) => (mode === PLAIN ? allocator.nextMany(tag, count) : mode.nextMany(count)))
+        .then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
     },
 
     v1Ranges(_req, res, rawTag, query) {
       const allocator = needSegment();
       const tag = decodeTagPath(rawTag);
       const count = parseCount(query, MAX_RANGE_COUNT);
-      allocator.grant(tag, count).then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
+      if (opaque === undefined || opaque.modeOf(tag) === PLAIN) {
+        allocator
+          .grant(tag, count)
+          .then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
+        return;
+      }
+      // A range is a promise of consecutive IDs; an opaque tag's are scattered on purpose.
+      modeOf(allocator, tag)
+        .then((mode) => {
+          if (mode !== PLAIN)
+            throw new FrondError(
+              'OPAQUE_NO_RANGES',
+              `tag ${tag} is opaque: its IDs are not consecutive, so /v1/ranges cannot grant them; use /v1/segment/${encodeURIComponent(tag)}?count=N`,
+            );
+          return allocator.grant(tag, count);
+        })
+        .then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
     },
 
     v1Snowflake(_req, res, _param, query) {

@@ -1,12 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
+import { formatDomain } from '../core/opaque-codec.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
 import { assertValidTag, decodeTagPath } from '../core/tag.js';
-import type { TagAdmin, TagStore } from '../core/tag-admin.js';
-import { addTag, patchTag, readBody, tagJson } from './admin.js';
+import type { TagStore } from '../core/tag-admin.js';
+import { addTag, opaqueJson, patchTag, readBody, tagJson } from './admin.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import { disabled } from './id-handlers.js';
 import type { Metrics } from './metrics.js';
+import type { OpaqueTags } from './opaque-tags.js';
 import { sendHtml, sendJson } from './responses.js';
 import type { RouteHandler } from './router.js';
 import type { StatsSampler } from './stats.js';
@@ -38,14 +40,16 @@ export interface OpsHandlers {
   addTag: RouteHandler;
   getTag: RouteHandler;
   patchTag: RouteHandler;
+  decodeOpaque: RouteHandler;
 }
 
 export function createOpsHandlers(
   deps: OpsDeps,
   segment: SegmentAllocator<TagStore> | undefined,
   reportError: (res: ServerResponse, error: unknown) => void,
+  opaque?: OpaqueTags,
 ): OpsHandlers {
-  const store = (): TagAdmin => {
+  const store = (): TagStore => {
     if (segment === undefined) throw disabled('segment', '--no-segment');
     return segment.store;
   };
@@ -77,25 +81,31 @@ export function createOpsHandlers(
     },
 
     listTags(_req, res) {
-      store()
-        .listRows()
-        .then((rows) => sendJson(res, 200, { tags: rows.map(tagJson) }), fail(res));
+      const target = store();
+      Promise.all([target.listRows(), target.listOpaque()]).then(
+        ([rows, settings]) =>
+          sendJson(res, 200, {
+            opaqueFingerprint: opaque?.fingerprint ?? null,
+            tags: rows.map((row) => tagJson(row, opaqueJson(opaque, row.tag, settings.get(row.tag)))),
+          }),
+        fail(res),
+      );
     },
 
     addTag(req, res) {
       const target = store();
       readBody(req)
-        .then((body) => addTag(target, body))
+        .then((body) => addTag(target, body, opaque))
         .then((row) => sendJson(res, 201, row), fail(res));
     },
 
     getTag(_req, res, raw) {
       const tag = assertValidTag(decodeTagPath(raw));
-      store()
-        .getTag(tag)
-        .then((row) => {
+      const target = store();
+      Promise.all([target.getTag(tag), target.tagOptions(tag)])
+        .then(([row, options]) => {
           if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-          sendJson(res, 200, tagJson(row));
+          sendJson(res, 200, tagJson(row, opaqueJson(opaque, tag, options?.opaque)));
         })
         .catch(fail(res));
     },
@@ -104,8 +114,30 @@ export function createOpsHandlers(
       const tag = decodeTagPath(raw);
       const target = store();
       readBody(req)
-        .then((body) => patchTag(target, tag, body))
+        .then((body) => patchTag(target, tag, body, opaque))
         .then((row) => sendJson(res, 200, row), fail(res));
+    },
+
+    // Support tooling: the segment ID (position in the tag's sequence) behind an opaque ID.
+    decodeOpaque(_req, res, raw, query) {
+      const tag = assertValidTag(decodeTagPath(raw));
+      store();
+      const text = new URLSearchParams(query).get('id');
+      if (text === null || !/^[0-9]{1,19}$/.test(text))
+        throw new FrondError('INVALID_ID', 'id must be the opaque ID, 1 to 19 decimal digits');
+      if (opaque === undefined)
+        throw new FrondError('OPAQUE_SECRET_MISSING', 'this node has no opaque-ID secret');
+      opaque
+        .opaqueTag(tag)
+        .then((entry) =>
+          sendJson(res, 200, {
+            tag,
+            id: text,
+            domain: formatDomain(entry.codec.domain),
+            segmentId: entry.codec.decode(BigInt(text)).toString(),
+          }),
+        )
+        .catch(fail(res));
     },
   };
 }

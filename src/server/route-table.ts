@@ -122,5 +122,12 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       access: 'admin',
       methods: { GET: ops.getTag, PATCH: ops.patchTag },
     },
+    {
+      path: '/v1/opaque/decode/{tag}',
+      label: 'admin',
+      access: 'admin',
+      methods: { GET: ops.decodeOpaque },
+      query: ['id'],
+    },
   ];
 }

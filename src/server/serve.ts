@@ -20,6 +20,8 @@ import {
   readTls,
 } from './http-server.js';
 import { Metrics } from './metrics.js';
+import { OpaqueSecret } from './opaque-keys.js';
+import { OpaqueTags } from './opaque-tags.js';
 import type { Readiness } from './ops-handlers.js';
 import { RateLimiter } from './rate-limit.js';
 import { StatsSampler } from './stats.js';
@@ -38,6 +40,8 @@ export interface ServeConfig {
   /** ZooKeeper or etcd hands out worker IDs (`--zk`, `--etcd`); absent: the data dir's file. */
   coordinator?: CoordinatorConfig | undefined;
   segment: boolean;
+  /** The opaque-ID secret; read from FROND_OPAQUE_SECRET(_FILE) when undefined, none when null. */
+  opaqueSecret?: OpaqueSecret | null;
   snowflake: boolean;
   epoch: number;
   randomSequence: boolean;
@@ -97,6 +101,7 @@ export async function startServer(
   try {
     let store: OpenedStore | undefined;
     let segment: SegmentAllocator<OpenedStore> | undefined;
+    let opaque: OpaqueTags | undefined;
     if (config.segment) {
       // Every load goes through the fence and the data dir's high-water (src/stores/fencing).
       store = new FencedStore(openStore(config.store, { logger }), {
@@ -121,6 +126,14 @@ export async function startServer(
       await segment.start();
       const allocator = segment;
       cleanups.push(() => allocator.close());
+      // Read once, never logged: only the fingerprint is shown (/readyz, frond tag list).
+      const secret =
+        config.opaqueSecret === undefined
+          ? OpaqueSecret.fromEnvironment()
+          : (config.opaqueSecret ?? undefined);
+      opaque = new OpaqueTags(segment, secret);
+      // A store that is down at start leaves every tag to be read on its first request.
+      await opaque.preload().catch(() => {});
     }
     let snowflake: SnowflakeService | undefined;
     if (config.snowflake) {
@@ -152,12 +165,18 @@ export async function startServer(
     const handler = createApp({
       segment,
       snowflake,
+      opaque,
       epoch: config.epoch,
       logger,
       access: { tokens: config.tokens, adminToken: config.adminToken },
       rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
       observer: metrics,
-      ops: { stats, metrics, readiness: () => readiness(segment, snowflake, stats), cluster: config.cluster },
+      ops: {
+        stats,
+        metrics,
+        readiness: () => readiness(segment, snowflake, stats, opaque),
+        cluster: config.cluster,
+      },
     });
     const limit = descriptorLimit();
     const maxConnections = config.maxConnections ?? defaultMaxConnections(limit);
@@ -217,8 +236,20 @@ export function readiness(
   segment: SegmentAllocator | undefined,
   snowflake: SnowflakeService | undefined,
   stats: StatsSampler,
+  opaque?: OpaqueTags,
 ): Readiness {
   const checks: Readiness['checks'] = {};
+  if (opaque) {
+    // Never the secret: its fingerprint, to compare across nodes (all must show the same).
+    const fingerprint = opaque.fingerprint;
+    checks.opaque = {
+      ok: true,
+      detail:
+        fingerprint === null
+          ? 'no opaque-ID secret: opaque tags are refused on this node'
+          : `opaque-ID secret fingerprint ${fingerprint}`,
+    };
+  }
   if (snowflake) {
     // A lease-mode node that lost its lease answers 503 until it holds a worker ID again.
     const ok = snowflake.available;

@@ -1,6 +1,6 @@
 import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
-import type { NewTag, TagRow, TagStore } from '../../src/core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../src/core/tag-admin.js';
 
 interface Pending {
   resolve: () => void;
@@ -27,6 +27,8 @@ export class MemoryStore implements TagStore {
   readonly description = 'memory:';
   readonly calls: { tag: string; step: number | undefined }[] = [];
   private pending: Pending[] = [];
+  /** frond_tag_options. */
+  readonly opaque = new Map<string, OpaqueSetting>();
 
   constructor(
     public manual = false,
@@ -90,6 +92,20 @@ export class MemoryStore implements TagStore {
     if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
     row.step = step;
     row.updateTime = new Date();
+  }
+
+  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    return this.rows.has(tag) ? { opaque: this.opaque.get(tag) ?? null } : undefined;
+  }
+
+  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    return new Map(this.opaque);
+  }
+
+  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    if (this.opaque.has(tag.tag)) throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+    await this.addTag(tag);
+    this.opaque.set(tag.tag, { ...opaque });
   }
 
   async close(): Promise<void> {}

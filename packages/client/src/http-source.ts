@@ -25,6 +25,30 @@ export interface HttpSourceOptions {
  */
 export const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 const SNOWFLAKE_DECIMAL = /^[0-9]{1,19}$/;
+/** The most IDs `/v1/segment` answers in one request. */
+const MAX_OPAQUE_BATCH = 10_000;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** Opaque IDs (positive decimal strings, in no order) as runs of one ID each. */
+function singleRuns(ids: unknown): SegmentRuns {
+  if (!Array.isArray(ids) || ids.length === 0) throw invalid('expected a non-empty "ids" array');
+  const runs: number[] = [];
+  const bases: (bigint | undefined)[] = [];
+  for (const id of ids) {
+    if (typeof id !== 'string' || !SNOWFLAKE_DECIMAL.test(id))
+      throw invalid(`opaque ID ${JSON.stringify(String(id).slice(0, 40))} is not 1 to 19 decimal digits`);
+    const big = BigInt(id);
+    if (big > 2n ** 63n - 1n) throw invalid(`opaque ID ${id} is past 2^63 - 1`);
+    if (big <= SAFE) {
+      runs.push(Number(big), Number(big) + 1);
+      bases.push(undefined);
+    } else {
+      runs.push(0, 1);
+      bases.push(big);
+    }
+  }
+  return { runs, bases, count: ids.length };
+}
 
 /**
  * The batch API over `fetch`. Each call tries the URL that answered last, then the others in turn;
@@ -34,6 +58,8 @@ const SNOWFLAKE_DECIMAL = /^[0-9]{1,19}$/;
  */
 export class HttpIdSource implements IdSource {
   private preferred: number;
+  /** Tags the server said are opaque: asked for lists, not ranges, from then on. */
+  private readonly opaqueTags = new Set<string>();
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<AbortController>();
 
@@ -43,11 +69,26 @@ export class HttpIdSource implements IdSource {
     this.preferred = Math.floor(options.random() * options.urls.length) % options.urls.length;
   }
 
-  /** `count` IDs of `tag` in one grant of runs (`GET /v1/ranges/{tag}`): a few bytes for millions. */
+  /**
+   * `count` IDs of `tag` in one grant of runs (`GET /v1/ranges/{tag}`): a few bytes for millions.
+   * An opaque tag has no runs (the server answers OPAQUE_NO_RANGES): its IDs come from
+   * `/v1/segment/{tag}`, already permuted by the server (the key never leaves it), up to 10,000 a
+   * request, each a run of one, in the order the server gave them.
+   */
   async segment(tag: string, count: number): Promise<SegmentRuns> {
-    const body = await this.get(`/v1/ranges/${encodeURIComponent(tag)}?count=${count}`);
-    if (typeof body !== 'object' || body === null) throw invalid('expected a JSON object');
-    return parseSegmentRanges((body as { ranges?: unknown }).ranges);
+    const path = encodeURIComponent(tag);
+    if (!this.opaqueTags.has(tag)) {
+      try {
+        const body = await this.get(`/v1/ranges/${path}?count=${count}`);
+        if (typeof body !== 'object' || body === null) throw invalid('expected a JSON object');
+        return parseSegmentRanges((body as { ranges?: unknown }).ranges);
+      } catch (error) {
+        if (!(error instanceof FrondClientError && error.code === 'OPAQUE_NO_RANGES')) throw error;
+        this.opaqueTags.add(tag);
+      }
+    }
+    const ids = idsOf(await this.get(`/v1/segment/${path}?count=${Math.min(count, MAX_OPAQUE_BATCH)}`));
+    return singleRuns(ids);
   }
 
   async snowflakes(count: number): Promise<string[]> {

@@ -1,7 +1,7 @@
 import { FrondError } from '../../core/errors.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
 import type { Allocation } from '../../core/segment-store.js';
-import type { NewTag, TagRow } from '../../core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
 import { type FencedAdvance, type FenceOps, hasFenceOps } from './fence.js';
 import { HighWaterFile } from './high-water-file.js';
@@ -155,6 +155,15 @@ export class FencedStore implements OpenedStore {
   }
   setStep(tag: string, step: number): Promise<void> {
     return this.inner.setStep(tag, step);
+  }
+  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    return this.inner.tagOptions(tag);
+  }
+  listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    return this.inner.listOpaque();
+  }
+  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    return this.inner.addOpaqueTag(tag, opaque);
   }
   close(): Promise<void> {
     return this.inner.close();

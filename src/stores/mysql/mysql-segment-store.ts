@@ -2,12 +2,15 @@ import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
+  type OptionRow,
   onceUntilFailure,
+  opaqueMap,
+  optionsOf,
   type RawRow,
   toTagRow,
 } from '../sql/network-sql.js';
@@ -40,6 +43,12 @@ export const MYSQL_FROND_DDL = [
   `CREATE TABLE IF NOT EXISTS \`frond_high_water\` (
   \`biz_tag\` varchar(128) NOT NULL,
   \`max_id\` bigint NOT NULL,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`,
+  `CREATE TABLE IF NOT EXISTS \`frond_tag_options\` (
+  \`biz_tag\` varchar(128) NOT NULL,
+  \`opaque_domain\` varchar(16) NOT NULL,
+  \`key_check\` varchar(32) NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
 ];
@@ -301,6 +310,45 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
         tag.step,
         tag.description ?? null,
       ]);
+    } catch (error) {
+      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    const [rows] = await this.query(
+      'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
+      [tag],
+    );
+    return optionsOf((rows as OptionRow[])[0]);
+  }
+
+  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    const [rows] = await this.query('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options');
+    return opaqueMap(rows as OptionRow[]);
+  }
+
+  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    try {
+      await this.guard(async () => {
+        await this.ensureTable();
+        await this.transaction(async (sql) => {
+          await sql('INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)', [
+            tag.tag,
+            opaque.domain,
+            opaque.keyCheck,
+          ]);
+          await sql('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)', [
+            tag.tag,
+            tag.start.toString(),
+            tag.step,
+            tag.description ?? null,
+          ]);
+        });
+      });
     } catch (error) {
       if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
         throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);

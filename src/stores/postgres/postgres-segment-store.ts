@@ -2,12 +2,15 @@ import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
+  type OptionRow,
   onceUntilFailure,
+  opaqueMap,
+  optionsOf,
   type RawRow,
   toTagRow,
 } from '../sql/network-sql.js';
@@ -43,6 +46,11 @@ export const POSTGRES_FROND_DDL = [
   `CREATE TABLE IF NOT EXISTS frond_high_water (
   biz_tag VARCHAR(128) NOT NULL PRIMARY KEY,
   max_id  BIGINT       NOT NULL
+)`,
+  `CREATE TABLE IF NOT EXISTS frond_tag_options (
+  biz_tag       VARCHAR(128) NOT NULL PRIMARY KEY,
+  opaque_domain VARCHAR(16)  NOT NULL,
+  key_check     VARCHAR(32)  NOT NULL
 )`,
 ];
 
@@ -277,6 +285,44 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       await this.query({
         text: 'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4)',
         values: [tag.tag, tag.start.toString(), tag.step, tag.description ?? null],
+      });
+    } catch (error) {
+      if (sqlState((error as Error).cause) === '23505') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    const result = await this.query<OptionRow>({
+      text: 'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = $1',
+      values: [tag],
+    });
+    return optionsOf(result.rows[0]);
+  }
+
+  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    const result = await this.query<OptionRow>({
+      text: 'SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options',
+    });
+    return opaqueMap(result.rows);
+  }
+
+  /** One statement, so one transaction: the setting and the row exist together or not at all. */
+  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    try {
+      await this.query({
+        text: `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES ($1, $5, $6) RETURNING biz_tag)
+  INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`,
+        values: [
+          tag.tag,
+          tag.start.toString(),
+          tag.step,
+          tag.description ?? null,
+          opaque.domain,
+          opaque.keyCheck,
+        ],
       });
     } catch (error) {
       if (sqlState((error as Error).cause) === '23505') {

@@ -1,7 +1,7 @@
 // What the stores on a database server, reached over the network, share (PostgreSQL, MySQL);
 // SQLite is embedded and has its own. The URL that configures them is read in network-sql-url.ts.
 import type { Logger } from '../../core/logger.js';
-import type { TagRow } from '../../core/tag-admin.js';
+import type { OpaqueSetting, TagRow } from '../../core/tag-admin.js';
 import type { NetworkSqlTls } from './network-sql-tls.js';
 
 /** A database server's store, as a `postgres://` or `mysql://` URL describes it. */
@@ -63,4 +63,31 @@ export function onceUntilFailure(task: () => Promise<unknown>): () => Promise<vo
     );
     return done;
   };
+}
+
+/** A row of `frond_tag_options` (LEFT JOINed: null columns for a plain tag). */
+export interface OptionRow {
+  biz_tag?: string;
+  opaque_domain: string | null;
+  key_check: string | null;
+}
+
+/** `tagOptions`' answer from the joined row: undefined without a leaf_alloc row. */
+export function optionsOf(row: OptionRow | undefined): { opaque: OpaqueSetting | null } | undefined {
+  if (row === undefined) return undefined;
+  return {
+    opaque:
+      row.opaque_domain === null || row.key_check === null
+        ? null
+        : { domain: row.opaque_domain, keyCheck: row.key_check },
+  };
+}
+
+export function opaqueMap(rows: readonly OptionRow[]): Map<string, OpaqueSetting> {
+  const map = new Map<string, OpaqueSetting>();
+  for (const row of rows) {
+    const setting = optionsOf(row)?.opaque;
+    if (setting && row.biz_tag !== undefined) map.set(row.biz_tag, setting);
+  }
+  return map;
 }

@@ -1,13 +1,13 @@
 import { FrondError } from '../../core/errors.js';
 import type { StoreBackend } from '../store-backend.js';
-import { SQLITE_DDL, SqliteSegmentStore } from './sqlite-segment-store.js';
+import { SQLITE_DDL, SQLITE_FROND_DDL, SqliteSegmentStore } from './sqlite-segment-store.js';
 
 /** `sqlite:PATH`: the embedded default, one file on this machine (no password to hide). */
 export const sqliteBackend: StoreBackend<string> = {
   name: 'sqlite',
   prefixes: ['sqlite:'],
   usage: 'sqlite:PATH',
-  ddl: SQLITE_DDL,
+  ddl: [SQLITE_DDL, SQLITE_FROND_DDL].join(';\n\n'),
   redact: (spec) => spec,
   parse(spec) {
     const path = spec.slice('sqlite:'.length);

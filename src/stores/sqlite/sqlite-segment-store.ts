@@ -3,7 +3,8 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
+import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
 export const SQLITE_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
@@ -12,6 +13,13 @@ export const SQLITE_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
   step        INT          NOT NULL,
   description VARCHAR(256) DEFAULT NULL,
   update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+
+/** frond's own per-tag options (opaque tags), beside Leaf's table: docs/databases.md. */
+export const SQLITE_FROND_DDL = `CREATE TABLE IF NOT EXISTS frond_tag_options (
+  biz_tag       VARCHAR(128) NOT NULL PRIMARY KEY,
+  opaque_domain VARCHAR(16)  NOT NULL,
+  key_check     VARCHAR(32)  NOT NULL
 )`;
 
 interface RawRow {
@@ -39,6 +47,7 @@ export class SqliteSegmentStore implements TagStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SQLITE_DDL);
+    this.db.exec(SQLITE_FROND_DDL);
     const db = this.db;
     this.statements = {
       // The bound is part of the UPDATE: past 2^63 - 1 SQLite would turn max_id into a REAL, a
@@ -58,6 +67,13 @@ export class SqliteSegmentStore implements TagStore {
         .safeIntegers(true),
       insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
       setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
+      options: db.prepare(
+        'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
+      ),
+      opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
+      insertOptions: db.prepare(
+        'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
+      ),
     };
   }
 
@@ -111,6 +127,30 @@ export class SqliteSegmentStore implements TagStore {
   async setStep(tag: string, step: number): Promise<void> {
     if (this.statements.setStep.run(step, tag).changes === 0) {
       throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    }
+  }
+
+  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    return optionsOf(this.statements.options.get(tag) as OptionRow | undefined);
+  }
+
+  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    return opaqueMap(this.statements.opaque.all() as OptionRow[]);
+  }
+
+  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    try {
+      this.db
+        .transaction(() => {
+          this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
+          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+        })
+        .immediate();
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      }
+      throw error;
     }
   }
 
