@@ -33,7 +33,15 @@ if (files.length === 0) {
 // the timeout still fails a test that hangs.
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', '--test-force-exit', ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=300000',
+    '--test-force-exit',
+    ...files,
+  ],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);
