@@ -117,7 +117,14 @@ describe('operations API (real server)', () => {
     for (let i = 0; i < 30; i++) await call(`${server.url}/api/segment/get/${tag}`);
     await call(`${server.url}/api/snowflake/get/x`);
     await call(`${server.url}/api/segment/get/${randomTag()}`);
-    const text = (await call(`${server.url}/metrics`)).text;
+    // The second load (which reads the step PATCHed to 250) runs in the background: on a loaded
+    // machine it may finish after the first scrape, so scrape again until it has (bounded: 2 s).
+    let text = (await call(`${server.url}/metrics`)).text;
+    const stepped = new RegExp(`^frond_segment_step\\{tag="${tag}"\\} 250$`, 'm');
+    for (let i = 0; i < 40 && !stepped.test(text); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      text = (await call(`${server.url}/metrics`)).text;
+    }
     assert.match(text, new RegExp(`^frond_ids_issued_total\\{mode="segment",tag="${tag}"\\} 3\\d$`, 'm'));
     // Snowflake IDs are counted by worker ID, not under tag="" (item 17).
     assert.match(text, /^frond_ids_issued_total\{mode="snowflake",worker_id="9"\} [1-9]/m);
