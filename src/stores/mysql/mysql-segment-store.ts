@@ -413,40 +413,37 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   /** One query on a pooled connection under a deadline; a failed connection is destroyed. */
-  private async run(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
-    const connection = await deadline(
-      this.pool.getConnection(),
-      this.connectTimeoutMs,
-      'connecting',
-      (late) => late.release(),
+  private run(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
+    return this.onConnection(
+      (connection) => connection.query(sql, values) as Promise<[unknown, unknown]>,
+      'query',
     );
-    let healthy = false;
-    try {
-      const result = await deadline(
-        (async () => {
-          if (!this.prepared.has(connection.connection)) {
-            await connection.query(this.sessionSql);
-            this.prepared.add(connection.connection);
-          }
-          return connection.query(sql, values);
-        })(),
-        this.queryTimeoutMs,
-        'query',
-      );
-      healthy = true;
-      return result as [unknown, unknown];
-    } finally {
-      if (healthy) connection.release();
-      else connection.destroy();
-    }
   }
 
   /**
    * `operation` in one transaction on one connection, under one deadline; committed if it
    * resolves, and the connection destroyed (which rolls back) if anything fails.
    */
-  private async transaction<T>(
+  private transaction<T>(
     operation: (sql: (text: string, values?: unknown[]) => Promise<[unknown, unknown]>) => Promise<T>,
+  ): Promise<T> {
+    return this.onConnection(async (connection) => {
+      await connection.query('START TRANSACTION');
+      const value = await operation(
+        (text, values) => connection.query(text, values) as Promise<[unknown, unknown]>,
+      );
+      await connection.query('COMMIT');
+      return value;
+    }, 'fence');
+  }
+
+  /**
+   * `work` on a pooled connection whose session settings are made, all under one deadline; the
+   * connection goes back to the pool if `work` resolved, and is destroyed otherwise.
+   */
+  private async onConnection<T>(
+    work: (connection: mysql.PoolConnection) => Promise<T>,
+    what: string,
   ): Promise<T> {
     const connection = await deadline(
       this.pool.getConnection(),
@@ -462,15 +459,10 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
             await connection.query(this.sessionSql);
             this.prepared.add(connection.connection);
           }
-          await connection.query('START TRANSACTION');
-          const value = await operation(
-            (text, values) => connection.query(text, values) as Promise<[unknown, unknown]>,
-          );
-          await connection.query('COMMIT');
-          return value;
+          return work(connection);
         })(),
         this.queryTimeoutMs,
-        'fence',
+        what,
       );
       healthy = true;
       return result;
