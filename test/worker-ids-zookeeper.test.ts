@@ -17,6 +17,7 @@ import {
 } from './support/coordinators.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './support/snowflake-traffic.js';
+import { TcpProxy } from './support/tcp-proxy.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -141,15 +142,66 @@ describe('worker IDs from ZooKeeper in Leaf layout (real processes)', () => {
       child.startsWith('127.0.0.1:7201-'),
     );
     let reported = 0;
-    for (let waited = 0; waited < 10_000 && reported < down; waited += 250) {
+    // Reports every 3 s; a client stuck without a connection is replaced after three (9 s).
+    for (let waited = 0; waited < 20_000 && reported < down; waited += 250) {
       reported =
         leafNodeTimestamp((await client.getData(`${zookeeperPaths(name).forever}/${node}`)).data) ?? 0;
       if (reported < down) await sleep(250);
     }
-    assert.ok(reported > down, 'the node reports its time again after ZooKeeper came back');
+    assert.ok(
+      reported > down,
+      `the node reports its time again after ZooKeeper came back; its worker log:\n${a2.logs
+        .filter((line) => line.includes('worker.'))
+        .join('\n')}`,
+    );
     t.diagnostic(
       `ZooKeeper down 3.5 s: ${served} IDs served, 0 errors; restart from the cache file in ${restartMs} ms with worker ID ${workerA}; a first start refused`,
     );
+  });
+
+  it('reports again when its first connection hangs unanswered: a client with no connection for three reports is replaced', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    // The node reaches ZooKeeper through a proxy that can hold a connection open and silent: a TCP
+    // connect that succeeds and a session handshake that is never answered, which
+    // node-zookeeper-client waits on without a bound.
+    const proxy = await TcpProxy.start({ port: Number(ZOOKEEPER.split(':')[1]) });
+    t.after(() => proxy.close());
+    const connect = `127.0.0.1:${proxy.port}`;
+    const name = randomName();
+    const dir = tempDir();
+    const fast = ['--coordinator-timeout-ms', '1000'];
+    const nodes: (FrondProcess | undefined)[] = [];
+    t.after(() => stopAll(nodes));
+    const first = await startFrond(leafModeArgs(connect, name, 7301, dir, fast));
+    nodes.push(first);
+    const workerId = workerIdOf(first);
+    assert.equal(await first.stop('SIGTERM'), 0);
+
+    proxy.blackhole();
+    const restarted = await startFrond(leafModeArgs(connect, name, 7301, dir, fast));
+    nodes[0] = restarted;
+    assert.equal(workerIdOf(restarted), workerId, 'started from its cache file');
+    proxy.restore();
+    const back = Date.now();
+    assert.equal((await takeIds(restarted, 10)).length, 10);
+
+    const client = await zookeeperClient();
+    t.after(() => client.close());
+    const { forever } = zookeeperPaths(name);
+    const node = (await client.getChildren(forever)).children.find((child) =>
+      child.startsWith('127.0.0.1:7301-'),
+    );
+    let reported = 0;
+    // Three failed 3 s reports, a new client, its first report: about 10 s.
+    for (let waited = 0; waited < 20_000 && reported <= back; waited += 250) {
+      reported = leafNodeTimestamp((await client.getData(`${forever}/${node}`)).data) ?? 0;
+      if (reported <= back) await sleep(250);
+    }
+    assert.ok(
+      reported > back,
+      `the node reports again; its worker log:\n${restarted.logs.filter((line) => line.includes('worker.')).join('\n')}`,
+    );
+    assert.ok(restarted.logs.some((line) => line.includes('worker.zookeeper_client_replaced')));
   });
 
   it('refuses the 1025th identity in Leaf layout with one line, while registered identities keep their worker IDs', async (t) => {

@@ -60,6 +60,7 @@ export type LogEvent =
   | 'worker.release_failed'
   | 'worker.report_failed'
   | 'worker.report_resumed'
+  | 'worker.zookeeper_client_replaced'
   | 'worker.zookeeper_registered'
   | 'worker.zookeeper_unreachable_using_cache';
 

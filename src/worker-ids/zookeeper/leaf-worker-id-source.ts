@@ -86,6 +86,8 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   /** The highest timestamp in the cache file (read or written); a write never goes below it. */
   private cached = 0;
   private reportFailing = false;
+  /** Reports failed in a row while the client had no connection. */
+  private unconnectedFailures = 0;
   private cancelReport: (() => void) | undefined;
   private closed = false;
 
@@ -467,6 +469,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     if (done?.value === true) {
       if (this.reportFailing) logger.log('info', 'worker.report_resumed', { workerId: this.workerId });
       this.reportFailing = false;
+      this.unconnectedFailures = 0;
       return;
     }
     if (!this.reportFailing)
@@ -475,8 +478,17 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
         error: done === undefined ? 'timed out' : describeError(done.value),
       });
     this.reportFailing = true;
-    // An expired client never recovers: start a new one for the next report.
-    if (client.expired && !this.closed) {
+    // An expired client never recovers: start a new one for the next report. Nor is a client that
+    // has had no connection for three reports (9 s) left to itself: node-zookeeper-client bounds a
+    // TCP connect but not the session handshake after it, so a connection taken by a server that is
+    // still starting may wait for its answer forever (a CI run saw no report 10 s after ZooKeeper was
+    // back). The Leaf layout holds no ephemeral node, so a new session loses nothing.
+    this.unconnectedFailures = client.connected ? 0 : this.unconnectedFailures + 1;
+    const stuck = this.unconnectedFailures >= 3 && this.unconnectedFailures % 3 === 0;
+    if ((client.expired || stuck) && !this.closed && this.client === client) {
+      // Logged once per outage (a replacement every 9 s while ZooKeeper stays down).
+      if (!client.expired && this.unconnectedFailures === 3)
+        logger.log('info', 'worker.zookeeper_client_replaced', { workerId: this.workerId });
       this.client = ZooKeeperClient.open(this.clientOptions());
       void client.close();
     }
