@@ -205,3 +205,96 @@ describe('opaque decode and the admin token', () => {
     }
   });
 });
+
+describe('opaque tags declared in the configuration (--opaque-tag, "opaque-tag" in --config)', () => {
+  const digits11 = { kind: 'digits', digits: 11 } as const;
+  const store = `sqlite:${tempDir()}/declared.db`;
+  const config = (overrides: Partial<ServeConfig>): ServeConfig =>
+    testServeConfig(tempDir(), { store, workerId: 9, opaqueSecret: secretA, ...overrides });
+
+  it('creates a missing tag opaque, and a second node with the same declaration serves it on without a repeat', async () => {
+    const tag = randomTag();
+    const ids: string[] = [];
+    for (let node = 0; node < 2; node++) {
+      const server = await startServer(
+        config({ opaqueTags: [{ tag, domain: digits11 }] }),
+        silentLogger,
+        systemClock,
+      );
+      try {
+        const reply = await call(server.url, `/v1/segment/${tag}?count=500`);
+        assert.equal(reply.status, 200, reply.text);
+        ids.push(...(reply.json.ids as string[]));
+        const row = (await call(server.url, `/v1/tags/${tag}`)).json;
+        assert.deepEqual(row.opaque, {
+          domain: 'digits:11',
+          keyCheck: secretA.keyCheck(tag, digits11),
+          keyMatches: true,
+        });
+      } finally {
+        await server.close();
+      }
+    }
+    assert.equal(new Set(ids).size, 1000, 'an opaque ID was handed out twice');
+    for (const id of ids) assert.match(id, /^[0-9]{1,11}$/);
+    // A permutation, not the segment IDs: 1000 consecutive segment IDs give no run of increases.
+    let increases = 0;
+    for (let i = 1; i < ids.length; i++)
+      if (BigInt(ids[i] as string) > BigInt(ids[i - 1] as string)) increases++;
+    assert.ok(increases > 350 && increases < 650, `${increases} of 999 successive pairs increase`);
+  });
+
+  it('refuses to start when the store disagrees: a plain tag, another domain, another secret or no secret; and changes no tag', async () => {
+    const plain = randomTag();
+    const opaque = randomTag();
+    const setup = await startServer(config({}), silentLogger, systemClock);
+    try {
+      assert.equal((await call(setup.url, '/v1/tags', post({ tag: plain }))).status, 201);
+      assert.equal((await call(setup.url, '/v1/tags', post({ tag: opaque, opaque: 'bits:53' }))).status, 201);
+    } finally {
+      await setup.close();
+    }
+    const cases: [Partial<ServeConfig>, string, RegExp][] = [
+      [{ opaqueTags: [{ tag: plain, domain: digits11 }] }, 'OPAQUE_TAG_FIXED', /is a plain tag in the store/],
+      [
+        { opaqueTags: [{ tag: opaque, domain: digits11 }] },
+        'OPAQUE_TAG_FIXED',
+        /is opaque bits:53 in the store, not digits:11/,
+      ],
+      [
+        { opaqueTags: [{ tag: opaque, domain: { kind: 'bits', bits: 53 } }], opaqueSecret: secretB },
+        'OPAQUE_SECRET_MISMATCH',
+        /another secret/,
+      ],
+      [
+        { opaqueTags: [{ tag: randomTag(), domain: digits11 }], opaqueSecret: null },
+        'OPAQUE_SECRET_MISSING',
+        /no opaque-ID secret/,
+      ],
+    ];
+    for (const [overrides, code, message] of cases) {
+      await assert.rejects(
+        startServer(config(overrides), silentLogger, systemClock),
+        (error: Error & { code?: string }) => {
+          assert.equal(error.code, code);
+          assert.match(error.message, message);
+          return true;
+        },
+      );
+    }
+    const check = await startServer(config({}), silentLogger, systemClock);
+    try {
+      assert.equal(
+        (await call(check.url, `/v1/tags/${plain}`)).json.opaque,
+        undefined,
+        'the plain tag stays plain',
+      );
+      assert.equal(
+        ((await call(check.url, `/v1/tags/${opaque}`)).json.opaque as { domain: string }).domain,
+        'bits:53',
+      );
+    } finally {
+      await check.close();
+    }
+  });
+});

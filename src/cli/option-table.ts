@@ -282,6 +282,13 @@ export const SERVE_OPTIONS = [
     secret: true,
     help: 'a token that may ask for IDs; repeat the flag for several (a value is never split; `FROND_TOKEN` is a comma list); an empty or blank one stops the start',
   }),
+  list({
+    name: 'opaqueTags',
+    flag: 'opaque-tag',
+    describedDefault: 'none',
+    placeholder: 'TAG=DOMAIN',
+    help: 'a tag that serves opaque IDs (`order=digits:11`, `user=bits:53`): created opaque at start if missing, checked if present (a plain tag or another domain stops the start); repeat the flag for several; needs FROND_OPAQUE_SECRET(_FILE)',
+  }),
   string({
     name: 'adminToken',
     flag: 'admin-token',

@@ -3,6 +3,7 @@ import { systemClock } from '../core/clock.js';
 import { describeError, FrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster.js';
+import { type DeclaredOpaqueTag, parseDeclaredOpaqueTag } from '../server/opaque-config.js';
 import { createPinoLogger } from '../server/pino-logger.js';
 import { type ServeConfig, startServer } from '../server/serve.js';
 import { type CoordinatorConfig, coordinatorConfig } from '../worker-ids/worker-id-registry.js';
@@ -42,7 +43,21 @@ export function serveConfig(settings: ServeSettings): ServeConfig {
     rateLimit: settings.rateLimit,
     requestTimeoutMs: settings.requestTimeoutMs,
     maxConnections: settings.maxConnections,
+    opaqueTags: declaredOpaqueTags(settings),
   };
+}
+
+/** `--opaque-tag TAG=DOMAIN`, each tag once; only segment mode has tags. */
+function declaredOpaqueTags(settings: ServeSettings): DeclaredOpaqueTag[] {
+  const declared = settings.opaqueTags.map((text) => parseDeclaredOpaqueTag(text, '--opaque-tag'));
+  if (declared.length > 0 && !settings.segment)
+    throw usage('--opaque-tag declares segment tags, and --no-segment turns segment mode off: drop one');
+  const seen = new Set<string>();
+  for (const { tag } of declared) {
+    if (seen.has(tag)) throw usage(`--opaque-tag names tag ${tag} twice: give each tag once`);
+    seen.add(tag);
+  }
+  return declared;
 }
 
 /**

@@ -24,6 +24,9 @@ export type LogEvent =
   | 'http.connections_above_limit'
   | 'http.internal_error'
   // Segment mode (src/core) and its stores (src/stores).
+  | 'opaque.declared'
+  | 'opaque.declaration_unchecked'
+  | 'opaque.declaration_refused'
   | 'segment.loaded'
   | 'segment.load_failed'
   | 'segment.step_changed'

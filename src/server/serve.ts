@@ -20,6 +20,7 @@ import {
   readTls,
 } from './http-server.js';
 import { Metrics } from './metrics.js';
+import { type DeclaredOpaqueTag, OpaqueDeclaration } from './opaque-config.js';
 import { OpaqueSecret } from './opaque-keys.js';
 import { OpaqueTags } from './opaque-tags.js';
 import type { Readiness } from './ops-handlers.js';
@@ -42,6 +43,8 @@ export interface ServeConfig {
   segment: boolean;
   /** The opaque-ID secret; read from FROND_OPAQUE_SECRET(_FILE) when undefined, none when null. */
   opaqueSecret?: OpaqueSecret | null;
+  /** Tags the configuration declares opaque (`--opaque-tag`): created or checked at start. */
+  opaqueTags?: readonly DeclaredOpaqueTag[];
   snowflake: boolean;
   epoch: number;
   randomSequence: boolean;
@@ -102,6 +105,7 @@ export async function startServer(
     let store: OpenedStore | undefined;
     let segment: SegmentAllocator<OpenedStore> | undefined;
     let opaque: OpaqueTags | undefined;
+    let declaration: OpaqueDeclaration | undefined;
     if (config.segment) {
       // Every load goes through the fence and the data dir's high-water (src/stores/fencing).
       store = new FencedStore(openStore(config.store, { logger }), {
@@ -132,6 +136,12 @@ export async function startServer(
           ? OpaqueSecret.fromEnvironment()
           : (config.opaqueSecret ?? undefined);
       opaque = new OpaqueTags(segment, secret);
+      if (config.opaqueTags !== undefined && config.opaqueTags.length > 0) {
+        const declared = new OpaqueDeclaration(segment.store, opaque, config.opaqueTags, clock, logger);
+        await declared.start();
+        cleanups.push(() => declared.close());
+        declaration = declared;
+      }
       // A store that is down at start leaves every tag to be read on its first request.
       await opaque.preload().catch(() => {});
     }
@@ -174,7 +184,7 @@ export async function startServer(
       ops: {
         stats,
         metrics,
-        readiness: () => readiness(segment, snowflake, stats, opaque),
+        readiness: () => readiness(segment, snowflake, stats, opaque, declaration),
         cluster: config.cluster,
       },
     });
@@ -237,17 +247,19 @@ export function readiness(
   snowflake: SnowflakeService | undefined,
   stats: StatsSampler,
   opaque?: OpaqueTags,
+  declaration?: OpaqueDeclaration,
 ): Readiness {
   const checks: Readiness['checks'] = {};
   if (opaque) {
     // Never the secret: its fingerprint, to compare across nodes (all must show the same).
     const fingerprint = opaque.fingerprint;
+    const problem = declaration?.problem;
     checks.opaque = {
-      ok: true,
+      ok: problem === undefined,
       detail:
         fingerprint === null
           ? 'no opaque-ID secret: opaque tags are refused on this node'
-          : `opaque-ID secret fingerprint ${fingerprint}`,
+          : `opaque-ID secret fingerprint ${fingerprint}${problem === undefined ? '' : `; ${problem}`}`,
     };
   }
   if (snowflake) {
