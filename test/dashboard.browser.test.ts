@@ -153,6 +153,54 @@ describe('dashboard in a real browser', () => {
     }
   });
 
+  it('says "showing N of M tags" when /v1/stats gives a tagCount, and greys out when the node is gone', async (t) => {
+    if (!existsSync(CHROMIUM))
+      return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
+    const dataDir = tempDir();
+    assert.equal((await runFrond(['tag', 'add', 'orders', '--data-dir', dataDir])).code, 0);
+    const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--worker-id', '23']);
+    const browser = await launch();
+    let stopped = false;
+    try {
+      const page = await browser.newPage({ viewport: WINDOW });
+      // The node's own answer with a tagCount added, as a /v1/stats that lists only part of its tags.
+      await page.route('**/v1/stats', async (route) => {
+        // Once the node is stopped, the page's poll fails as it would without the route.
+        const response = await route.fetch().catch(() => undefined);
+        if (response === undefined) return route.abort('connectionrefused');
+        // 200 rows (the most /v1/stats lists), to see the table scroll in its box, not the page.
+        const stats = (await response.json()) as { tags: { tag: string }[] };
+        const [first] = stats.tags;
+        const tags = Array.from({ length: 200 }, (_, i) => ({
+          ...first,
+          tag: `t${String(i).padStart(3, '0')}`,
+        }));
+        await route.fulfill({ response, json: { ...stats, tags, tagCount: 250 } });
+      });
+      await page.goto(`${node.url}/dashboard`);
+      await until(
+        'the tag note',
+        async () => (await text(page, '#tagNote')) === 'showing 200 of 250 tags',
+        10_000,
+      );
+      assert.equal(await text(page, '#tagCount'), '250');
+      await assertFitsWindow(page, 'tr[data-tag="t000"]');
+      await screenshot(t, page, 'dashboard-200-tags.png');
+      await node.stop();
+      stopped = true;
+      await until(
+        'cannot reach',
+        async () => (await text(page, '#status')).startsWith('cannot reach the node'),
+        5_000,
+      );
+      assert.match((await page.getAttribute('body', 'class')) ?? '', /stale/);
+      await screenshot(t, page, 'dashboard-node-gone.png');
+    } finally {
+      await browser.close();
+      if (!stopped) await node.stop();
+    }
+  });
+
   it('shows a store that went away: store unreachable, not ready, and the tag error with its message', async (t) => {
     if (!existsSync(CHROMIUM))
       return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);

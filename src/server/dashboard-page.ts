@@ -105,9 +105,10 @@ function draw(stats) {
   set('flakeRate', fmt.format(last.snowflake));
   const req = stats.requests;
   set('reqRate', fmt1.format(req.perSecond));
-  sub('reqSub', 'last ' + req.windowSeconds + ' s; probes, /metrics and this page not counted');
+  const span = req.windowSeconds ? 'last ' + req.windowSeconds + ' s' : 'from the next second';
+  sub('reqSub', span + '; probes, /metrics and this page not counted');
   set('errRate', fmt1.format(req.errorsPerSecond), req.errorsPerSecond > 0 ? 'bad' : '');
-  sub('errSub', 'error answers, last ' + req.windowSeconds + ' s');
+  sub('errSub', 'error answers, ' + span);
   const lat = req.latencyMs;
   set('latency', lat ? ms(lat.p50) + ' / ' + ms(lat.p99) + ' <small>ms</small>' : '<span class="muted">–</span>');
   sub('latencySub', lat ? 'p50 / p99; p90 ' + ms(lat.p90) + ' ms' : 'p50 / p99: no requests');
