@@ -1,32 +1,102 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { describe, it } from 'node:test';
-import { chromium } from 'playwright-core';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it, type TestContext } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { serviceMissing } from './support/service-gate.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+import { testDatabase } from './support/test-database.js';
 
 /** Debian's Chromium (scripts/install-browser.sh); Playwright's own download cannot work here. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+/** The window the dashboard is laid out for: cards, chart and the tag table in it at once. */
+const WINDOW = { width: 1280, height: 800 };
+/** Screenshots go here; DASHBOARD_SCREENSHOT=DIR keeps them somewhere known. */
+const SHOTS = process.env.DASHBOARD_SCREENSHOT ?? tempDir('frond-dashboard-');
+
+function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** Opens the dashboard in a 1280×800 window, recording what the page's CSP refused. */
+async function openDashboard(browser: Browser, url: string): Promise<{ page: Page; refused: string[] }> {
+  const page = await browser.newPage({ viewport: WINDOW });
+  const refused: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text()))
+      refused.push(message.text());
+  });
+  await page.goto(`${url}/dashboard`);
+  return { page, refused };
+}
+
+const text = async (page: Page, selector: string) => ((await page.textContent(selector)) ?? '').trim();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const numberIn = async (page: Page, selector: string) =>
+  Number((await text(page, selector)).replace(/,/g, ''));
+
+/**
+ * Polls until `check` holds, at most `timeoutMs`. Not `page.waitForFunction` with a string: that
+ * evaluates it in the page, which the dashboard's CSP (no 'unsafe-eval') rightly refuses.
+ */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) assert.fail(`${what} within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+/** Everything fits the window: no scrolling of the page itself, and the table's first row in view. */
+async function assertFitsWindow(page: Page, firstRow: string) {
+  const layout = (await page.evaluate(`(() => {
+    const row = document.querySelector(${JSON.stringify(firstRow)}).getBoundingClientRect();
+    const cards = [...document.querySelectorAll('.card')].map((c) => c.getBoundingClientRect().bottom);
+    return { scrollH: document.documentElement.scrollHeight, scrollW: document.documentElement.scrollWidth,
+      rowBottom: row.bottom, cardsBottom: Math.max(...cards) };
+  })()`)) as { scrollH: number; scrollW: number; rowBottom: number; cardsBottom: number };
+  assert.ok(layout.scrollH <= WINDOW.height, `page height ${layout.scrollH} px fits ${WINDOW.height}`);
+  assert.ok(layout.scrollW <= WINDOW.width, `page width ${layout.scrollW} px fits ${WINDOW.width}`);
+  assert.ok(
+    layout.cardsBottom < layout.rowBottom && layout.rowBottom <= WINDOW.height,
+    JSON.stringify(layout),
+  );
+}
+
+async function screenshot(t: TestContext, page: Page, name: string) {
+  const path = join(SHOTS, name);
+  await page.screenshot({ path });
+  t.diagnostic(`screenshot: ${path}`);
+}
 
 describe('dashboard in a real browser', () => {
-  it('shows every tag with its buffers and live IDs per second, updating every second', async (t) => {
+  const database = testDatabase('postgres');
+  after(() => database.drop());
+
+  it('shows the store, readiness, version, uptime, requests, every tag with its buffers and live IDs per second', async (t) => {
     if (!existsSync(CHROMIUM))
       return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
     const dataDir = tempDir();
     assert.equal((await runFrond(['tag', 'add', 'orders', '--step', '1000', '--data-dir', dataDir])).code, 0);
+    // Listed at start but never asked for: a tag that is not loaded yet, which is no failure.
+    assert.equal((await runFrond(['tag', 'add', 'later', '--step', '1000', '--data-dir', dataDir])).code, 0);
     const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--worker-id', '21']);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    const browser = await launch();
     let traffic = true;
     // Steady traffic while the page is watched: bounded by count and by the flag.
     const load = (async () => {
@@ -36,41 +106,161 @@ describe('dashboard in a real browser', () => {
       }
     })();
     try {
-      const page = await browser.newPage();
-      await page.goto(`${node.url}/dashboard`);
-      // Page-side checks are strings: the test is compiled without the DOM's types.
-      await page.waitForFunction("document.getElementById('status')?.textContent === 'live'", undefined, {
-        timeout: 10_000,
-      });
+      const { page, refused } = await openDashboard(browser, node.url);
+      await until('status live', async () => (await text(page, '#status')) === 'live', 10_000);
       await page.waitForSelector('tr[data-tag="orders"]', { timeout: 10_000 });
-      // The rate is taken over the last seconds, so it shows once the sampler has two points.
-      await page.waitForFunction(
-        "Number(document.querySelector('tr[data-tag=\"orders\"] td.rate')?.textContent?.replace(/,/g, '')) > 0",
-        undefined,
-        { timeout: 15_000 },
+      // The rates are taken over the last seconds, so they show once the sampler has two points.
+      await until(
+        'a rate for orders and requests/s',
+        async () =>
+          (await numberIn(page, 'tr[data-tag="orders"] td.rate')) > 0 &&
+          (await numberIn(page, '#reqRate')) > 0,
+        15_000,
       );
-      const first = await page.textContent('#updated');
-      await page.waitForFunction(
-        `document.getElementById('updated')?.textContent !== ${JSON.stringify(first)}`,
-        undefined,
-        {
-          timeout: 5_000,
-        },
-      );
-      assert.equal(await page.textContent('#workerId'), '21');
-      const segRate = Number((await page.textContent('#segRate'))?.replace(/,/g, ''));
+      const first = await text(page, '#updated');
+      await until('the next update', async () => (await text(page, '#updated')) !== first, 5_000);
+      assert.equal(await text(page, '#workerId'), '21');
+      assert.equal(await text(page, '#store'), 'sqlite reachable');
+      assert.match(await text(page, '#storeSub'), /^sqlite:.*frond\.db$/);
+      assert.equal(await text(page, '#ready'), 'ready');
+      assert.equal(await text(page, '#version'), VERSION);
+      assert.match(await text(page, '#uptime'), /^\d+(\.\d)? s$/);
+      assert.equal(await text(page, '#errRate'), '0');
+      assert.match(await text(page, '#latency'), /^[\d.,]+ \/ [\d.,]+ ms$/);
+      const segRate = Number((await text(page, '#segRate')).replace(/,/g, ''));
       assert.ok(segRate > 0, `segment IDs/s shown: ${segRate}`);
       const points = await page.getAttribute('#segLine', 'points');
       assert.ok((points ?? '').split(' ').length >= 2, 'the chart has a line');
-      const row = await page.textContent('tr[data-tag="orders"]');
-      assert.match(row ?? '', /\[1, 1,001\)|\[1,001, 2,001\)|\[\d[\d,]*, \d[\d,]*\)/);
-      if (process.env.DASHBOARD_SCREENSHOT) {
-        mkdirSync('.tmp', { recursive: true });
-        await page.screenshot({ path: '.tmp/dashboard.png', fullPage: true });
-      }
+      // The y axis: labelled ticks from 0 up, and what they count.
+      const ticks = (await page.$$eval('#yAxis text', (nodes) =>
+        nodes.map((n) => n.textContent),
+      )) as string[];
+      assert.ok(ticks.includes('0') && ticks.includes('IDs/s') && ticks.length >= 4, ticks.join(' | '));
+      const row = await text(page, 'tr[data-tag="orders"] td.state');
+      assert.match(row, /^\[\d[\d,]*, \d[\d,]*\)$/, 'a loaded tag shows its range');
+      assert.equal(await text(page, 'tr[data-tag="later"] td.state'), 'not loaded');
+      assert.equal(await text(page, 'tr[data-tag="later"] td.err'), '', 'not loaded is not an error');
+      assert.doesNotMatch(await text(page, 'tr[data-tag="later"]'), /\[0, 0\)|idle/);
+      assert.match(await text(page, '#tagSub'), /^1 loaded$/);
+      assert.deepEqual(refused, [], 'the page runs under its own CSP');
+      await assertFitsWindow(page, 'tr[data-tag="orders"]');
+      await screenshot(t, page, 'dashboard-healthy.png');
     } finally {
       traffic = false;
       await load;
+      await browser.close();
+      await node.stop();
+    }
+  });
+
+  it('says "showing N of M tags" when /v1/stats gives a tagCount, and greys out when the node is gone', async (t) => {
+    if (!existsSync(CHROMIUM))
+      return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
+    const dataDir = tempDir();
+    assert.equal((await runFrond(['tag', 'add', 'orders', '--data-dir', dataDir])).code, 0);
+    const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--worker-id', '23']);
+    const browser = await launch();
+    let stopped = false;
+    try {
+      const page = await browser.newPage({ viewport: WINDOW });
+      // The node's own answer with a tagCount added, as a /v1/stats that lists only part of its tags.
+      await page.route('**/v1/stats', async (route) => {
+        // Once the node is stopped, the page's poll fails as it would without the route.
+        const response = await route.fetch().catch(() => undefined);
+        if (response === undefined) return route.abort('connectionrefused');
+        // 200 rows (the most /v1/stats lists), to see the table scroll in its box, not the page.
+        const stats = (await response.json()) as { tags: { tag: string }[] };
+        const [first] = stats.tags;
+        const tags = Array.from({ length: 200 }, (_, i) => ({
+          ...first,
+          tag: `t${String(i).padStart(3, '0')}`,
+        }));
+        await route.fulfill({ response, json: { ...stats, tags, tagCount: 250 } });
+      });
+      await page.goto(`${node.url}/dashboard`);
+      await until(
+        'the tag note',
+        async () => (await text(page, '#tagNote')) === 'showing 200 of 250 tags',
+        10_000,
+      );
+      assert.equal(await text(page, '#tagCount'), '250');
+      await assertFitsWindow(page, 'tr[data-tag="t000"]');
+      await screenshot(t, page, 'dashboard-200-tags.png');
+      await node.stop();
+      stopped = true;
+      await until(
+        'cannot reach',
+        async () => (await text(page, '#status')).startsWith('cannot reach the node'),
+        5_000,
+      );
+      assert.match((await page.getAttribute('body', 'class')) ?? '', /stale/);
+      await screenshot(t, page, 'dashboard-node-gone.png');
+    } finally {
+      await browser.close();
+      if (!stopped) await node.stop();
+    }
+  });
+
+  it('shows a store that went away: store unreachable, not ready, and the tag error with its message', async (t) => {
+    if (!existsSync(CHROMIUM))
+      return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
+    const db = await database.open(t);
+    if (db === undefined) return;
+    assert.equal((await runFrond(['db', 'init', '--store', db.url])).code, 0);
+    for (const tag of ['orders', 'later'])
+      assert.equal((await runFrond(['tag', 'add', tag, '--step', '1000', '--store', db.url])).code, 0);
+    // The node reaches PostgreSQL through a proxy, which is then cut: the database went away.
+    // (A store that is down at start shows no tag: the node has not read the tag list.)
+    const proxy = await TcpProxy.start({ port: 5432 });
+    t.after(() => proxy.close());
+    const node = await startFrond([
+      '--port',
+      '0',
+      '--data-dir',
+      tempDir(),
+      '--worker-id',
+      '22',
+      '--store',
+      db.urlVia(proxy.port, 'connect_timeout_ms=1000&query_timeout_ms=1000'),
+      '--segment-wait-ms',
+      '300',
+    ]);
+    const browser = await launch();
+    try {
+      const { page, refused } = await openDashboard(browser, node.url);
+      await until(
+        'store reachable at first',
+        async () => (await text(page, '#store')) === 'postgres reachable',
+        10_000,
+      );
+      proxy.cut();
+      // The tag's first request now fails; its buffer keeps the store's error as its last error.
+      const answer = await fetch(`${node.url}/v1/segment/orders`);
+      assert.equal(answer.status, 503);
+      await page.waitForSelector('tr[data-tag="orders"].failing', { timeout: 10_000 });
+      await until('not ready', async () => (await text(page, '#ready')) === 'not ready', 5_000);
+      assert.equal(await text(page, '#status'), 'live · not ready');
+      assert.equal(await text(page, '#store'), 'postgres unreachable');
+      assert.equal(await page.getAttribute('#store', 'class'), 'value bad');
+      assert.match(await text(page, '#readySub'), /segment: store unreachable and nothing buffered/);
+      assert.equal(await text(page, 'tr[data-tag="orders"] td.state'), 'not loaded');
+      const error = await text(page, 'tr[data-tag="orders"] td.err');
+      // The code and the store's own words, not a bare code.
+      assert.match(error, /^[A-Z_]+: \S.{10,}/);
+      assert.match(error, /postgres:\/\/postgres@127\.0\.0\.1:\d+\/frond_test_/);
+      assert.doesNotMatch(await text(page, 'tr[data-tag="orders"]'), /\[0, 0\)|idle/);
+      // A tag never asked for is not loaded, and no failure.
+      assert.equal(await text(page, 'tr[data-tag="later"] td.state'), 'not loaded');
+      assert.equal(await text(page, 'tr[data-tag="later"] td.err'), '');
+      assert.match(await text(page, '#tagSub'), /^0 loaded, 1 failing$/);
+      // The 503 is an error answer of the last 10 s (the sampler reads the counts once a second).
+      await until('errors/s above 0', async () => (await numberIn(page, '#errRate')) > 0, 5_000);
+      // Snowflake mode does not need the store, and says so.
+      assert.equal(await text(page, '#clock'), 'ok');
+      assert.deepEqual(refused, [], 'the page runs under its own CSP');
+      await assertFitsWindow(page, 'tr[data-tag="orders"]');
+      await screenshot(t, page, 'dashboard-store-down.png');
+    } finally {
       await browser.close();
       await node.stop();
     }

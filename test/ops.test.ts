@@ -162,16 +162,38 @@ describe('operations API (real server)', () => {
       tags: { tag: string; issued: number; lastLoadAt: number }[];
       snowflake: { workerId: number };
       history: unknown[];
+      version: string;
+      uptimeSeconds: number;
+      store: { kind: string; reachable: boolean };
+      readiness: { ready: boolean; checks: Record<string, { ok: boolean }> };
+      requests: { windowSeconds: number; perSecond: number; errorsPerSecond: number };
     };
+    // What the dashboard's cards show, from the one poll (issue 16, item 16).
+    assert.equal(stats.version, FROND_VERSION);
+    assert.ok(stats.uptimeSeconds >= 0 && stats.uptimeSeconds < 600, String(stats.uptimeSeconds));
+    assert.deepEqual(
+      { kind: stats.store.kind, reachable: stats.store.reachable },
+      { kind: 'sqlite', reachable: true },
+    );
+    assert.equal(stats.readiness.ready, true);
+    assert.equal(stats.readiness.checks.segment?.ok, true);
+    assert.equal(typeof stats.requests.perSecond, 'number');
+    assert.equal(typeof stats.requests.errorsPerSecond, 'number');
     assert.ok((stats.tags.find((t) => t.tag === tag)?.issued ?? 0) > 0);
     // A tag loaded once says when (item 18: it said 0).
     const loadedAt = stats.tags.find((t) => t.tag === fresh)?.lastLoadAt ?? 0;
     assert.ok(Math.abs(loadedAt - Date.now()) < 60_000, String(loadedAt));
     assert.equal(stats.snowflake.workerId, 9);
     assert.ok(Array.isArray(stats.history));
-    const page = await call(`${server.url}/dashboard`);
-    assert.equal(page.status, 200);
-    assert.match(page.text, /<title>frond dashboard<\/title>/);
+    const response = await fetch(`${server.url}/dashboard`);
+    assert.equal(response.status, 200);
+    assert.match(await response.text(), /<title>frond dashboard<\/title>/);
+    // The page runs only its own inline script, by hash, and reaches only its own node.
+    const csp = response.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'sha256-[A-Za-z0-9+/]+=*'/);
+    assert.match(csp, /connect-src 'self'/);
+    assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
   });
 
   it('is ready (/readyz 200) with a reachable store and a worker ID', async () => {

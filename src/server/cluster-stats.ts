@@ -16,7 +16,10 @@ export interface ClusterStatsSnapshot extends StatsSnapshot {
  * Adds up the snapshots of the processes of one node. Counts, IDs left and rates add up; runway is
  * recomputed from them; a tag's next segment is ready only when it is in every process; its step
  * is the largest; its last error the latest. History points are aligned from the newest (each
- * process samples once a second). The clock offset is the smallest, the worst of them.
+ * process samples once a second). The clock offset is the smallest, the worst of them. Requests and
+ * errors per second add up; a latency quantile is the largest of the processes' (quantiles do not
+ * add up, and the worst process is the one to look at); the uptime is the youngest process's (one
+ * that was restarted shows); the store is reachable when every process reaches it.
  */
 export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSnapshot {
   const byTag = new Map<string, TagStats>();
@@ -40,10 +43,37 @@ export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSna
       sum.snowflake += point.snowflake;
     });
   }
+  const stores = snapshots.flatMap((snapshot) => (snapshot.store ? [snapshot.store] : []));
+  const latencies = snapshots.flatMap((snapshot) =>
+    snapshot.requests.latencyMs ? [snapshot.requests.latencyMs] : [],
+  );
+  const youngest = snapshots.reduce<StatsSnapshot | undefined>(
+    (young, snapshot) => (young === undefined || snapshot.startedAt > young.startedAt ? snapshot : young),
+    undefined,
+  );
   const flakes = snapshots.flatMap((snapshot) => (snapshot.snowflake ? [snapshot.snowflake] : []));
   const first = flakes[0];
   return {
     at: Math.max(0, ...snapshots.map((snapshot) => snapshot.at)),
+    version: youngest?.version ?? '',
+    nodeVersion: youngest?.nodeVersion ?? '',
+    startedAt: youngest?.startedAt ?? 0,
+    uptimeSeconds: youngest?.uptimeSeconds ?? 0,
+    store:
+      stores[0] === undefined ? null : { ...stores[0], reachable: stores.every((store) => store.reachable) },
+    requests: {
+      windowSeconds: Math.max(0, ...snapshots.map((snapshot) => snapshot.requests.windowSeconds)),
+      perSecond: snapshots.reduce((sum, snapshot) => sum + snapshot.requests.perSecond, 0),
+      errorsPerSecond: snapshots.reduce((sum, snapshot) => sum + snapshot.requests.errorsPerSecond, 0),
+      latencyMs:
+        latencies.length === 0
+          ? null
+          : {
+              p50: Math.max(...latencies.map((latency) => latency.p50)),
+              p90: Math.max(...latencies.map((latency) => latency.p90)),
+              p99: Math.max(...latencies.map((latency) => latency.p99)),
+            },
+    },
     tags,
     history,
     snowflake:

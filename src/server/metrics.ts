@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { FrondErrorCode } from '../core/errors.js';
 import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
+import type { RequestTotals } from './request-window.js';
 import type { RouteLabel } from './route-table.js';
 import type { StatsSampler } from './stats.js';
 import { FROND_VERSION } from './version.js';
@@ -16,6 +17,19 @@ export interface RequestObserver {
 export const NO_OBSERVER: RequestObserver = { request() {}, error() {} };
 
 /**
+ * Routes left out of the dashboard's requests per second and latency: the dashboard polls
+ * `/v1/stats` once a second itself, and probes and scrapers come on their own schedule, so counting
+ * them would show a node with no traffic as serving about one request a second, in well under 1 ms.
+ */
+const OPERATOR_ROUTES: ReadonlySet<string> = new Set<RouteLabel>([
+  'dashboard',
+  'stats',
+  'metrics',
+  'readyz',
+  'healthz',
+]);
+
+/**
  * Prometheus metrics, all named `frond_…`. Gauges and counters that mirror the core's own counters
  * are read at scrape time (`collect`), so the path of a request pays only for the request histogram;
  * segment load times come through `CoreObserver`.
@@ -25,6 +39,8 @@ export class Metrics implements RequestObserver, CoreObserver {
   private readonly requests = new RequestHistogram();
   private readonly errors: Counter<'code'>;
   private readonly loadSeconds: Histogram;
+  /** Error answers so far, beside the counter by code: the sampler reads this once a second. */
+  private errorCount = 0;
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
@@ -144,6 +160,13 @@ export class Metrics implements RequestObserver, CoreObserver {
 
   error(code: FrondErrorCode): void {
     this.errors.inc({ code });
+    this.errorCount++;
+  }
+
+  /** What `StatsSampler` turns into requests and errors per second and latency quantiles. */
+  requestTotals(): RequestTotals {
+    const { count, buckets } = this.requests.totals((route) => !OPERATOR_ROUTES.has(route));
+    return { count, errors: this.errorCount, buckets };
   }
 
   segmentLoaded(_tag: string, ms: number): void {

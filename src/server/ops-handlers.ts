@@ -5,7 +5,7 @@ import type { SegmentAllocator } from '../core/segment-allocator.js';
 import { assertValidTag, decodeTagPath } from '../core/tag.js';
 import type { TagStore } from '../core/tag-admin.js';
 import { addTag, opaqueJson, patchTag, readBody, tagJson } from './admin.js';
-import { DASHBOARD_HTML } from './dashboard-page.js';
+import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
 import { disabled } from './id-handlers.js';
 import type { Metrics } from './metrics.js';
 import type { OpaqueTags } from './opaque-tags.js';
@@ -66,13 +66,17 @@ export function createOpsHandlers(
     },
 
     dashboard(_req, res) {
-      sendHtml(res, DASHBOARD_HTML);
+      sendHtml(res, DASHBOARD_HTML, DASHBOARD_HEADERS);
     },
 
+    // With `readiness`, what `/readyz` answers, so the dashboard shows it from the one poll.
     stats(_req, res) {
       const cluster = deps.cluster;
-      if (cluster === undefined) return sendJson(res, 200, deps.stats.snapshot());
-      cluster.stats().then((body) => sendJson(res, 200, body), fail(res));
+      if (cluster === undefined)
+        return sendJson(res, 200, { ...deps.stats.snapshot(), readiness: deps.readiness() });
+      cluster
+        .stats()
+        .then((body) => sendJson(res, 200, { ...(body as object), readiness: deps.readiness() }), fail(res));
     },
 
     readiness(_req, res) {

@@ -1,5 +1,7 @@
 /** From 50 µs (an ID from memory) to 5 s (a request that waited for a slow database). */
-const BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5];
+export const BUCKETS: readonly number[] = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5,
+];
 
 interface Series {
   route: string;
@@ -68,6 +70,22 @@ export class RequestHistogram {
       values.push({ metricName: `${this.name}_count`, labels: { route, status }, value: count });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  /**
+   * Requests so far and their latency buckets (per bucket, not cumulative; the last is +Inf), added
+   * up over every series whose route `counts`: what the dashboard's rate and quantiles are made of.
+   */
+  totals(counts: (route: string) => boolean): { count: number; buckets: number[] } {
+    const buckets = new Array<number>(BUCKETS.length + 1).fill(0);
+    let count = 0;
+    for (const series of this.series.values()) {
+      if (!counts(series.route)) continue;
+      count += series.count;
+      for (let i = 0; i <= BUCKETS.length; i++)
+        buckets[i] = (buckets[i] as number) + (series.counts[i] as number);
+    }
+    return { count, buckets };
   }
 
   reset(): void {

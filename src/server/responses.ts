@@ -26,8 +26,8 @@ export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer)
   res.end(json);
 }
 
-export function sendHtml(res: ServerResponse, html: string): void {
-  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+export function sendHtml(res: ServerResponse, html: string, headers: Record<string, string> = {}): void {
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers });
   res.end(html);
 }
 

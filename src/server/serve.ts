@@ -169,7 +169,7 @@ export async function startServer(
       const service = snowflake;
       cleanups.push(() => service.close());
     }
-    stats.attach(segment, snowflake);
+    stats.attach(segment, snowflake, () => metrics.requestTotals());
     stats.start();
     cleanups.push(() => stats.stop());
     const handler = createApp({

@@ -2,6 +2,8 @@ import type { Clock } from '../core/clock.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
 import type { Range, SegmentBufferState, SegmentSlot } from '../core/segment-buffer.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
+import { type RequestRates, type RequestTotals, requestRates } from './request-window.js';
+import { FROND_VERSION } from './version.js';
 
 /** One second of history: IDs handed out in it, by mode. */
 export interface RatePoint {
@@ -33,8 +35,28 @@ export interface TagStats extends Omit<SegmentBufferState, 'current' | 'next' | 
   runwaySeconds: number | null;
 }
 
+/** The segment store as the dashboard shows it. */
+export interface StoreStats {
+  /** The backend: `sqlite`, `postgres` or `mysql` (the scheme of `--store`). */
+  kind: string;
+  /** The store without its password (`postgres://frond@db:5432/ids`). */
+  description: string;
+  /** Whether the last call to the store (a tag-list read or a segment load) worked. */
+  reachable: boolean;
+}
+
 export interface StatsSnapshot {
   at: number;
+  /** frond's version and Node.js's. */
+  version: string;
+  nodeVersion: string;
+  /** When this process started (ms since the epoch) and how long ago, in seconds. */
+  startedAt: number;
+  uptimeSeconds: number;
+  /** Null when segment mode is off. */
+  store: StoreStats | null;
+  /** Requests, error answers and latency over the last `RATE_WINDOW_S` seconds. */
+  requests: RequestRates;
   tags: TagStats[];
   history: RatePoint[];
   snowflake: {
@@ -64,13 +86,24 @@ export class StatsSampler {
   private cancel: (() => void) | undefined;
   private segment: SegmentAllocator | undefined;
   private snowflake: SnowflakeService | undefined;
+  private requestTotals: (() => RequestTotals) | undefined;
+  /** The request totals of the last `RATE_WINDOW_S` + 1 samples, oldest first. */
+  private readonly requestWindow: RequestTotals[] = [];
+  private readonly startedAt: number;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: Clock) {
+    this.startedAt = clock.now();
+  }
 
-  /** What to sample; set once both modes have started. */
-  attach(segment: SegmentAllocator | undefined, snowflake: SnowflakeService | undefined): void {
+  /** What to sample; set once both modes have started. `requests`: `Metrics.requestTotals`. */
+  attach(
+    segment: SegmentAllocator | undefined,
+    snowflake: SnowflakeService | undefined,
+    requests?: () => RequestTotals,
+  ): void {
     this.segment = segment;
     this.snowflake = snowflake;
+    this.requestTotals = requests;
   }
 
   start(): void {
@@ -107,6 +140,10 @@ export class StatsSampler {
       snowflake: Math.max(0, snowflakeTotal - this.lastSnowflakeTotal),
     });
     if (this.history.length > HISTORY_POINTS) this.history.shift();
+    if (this.requestTotals) {
+      this.requestWindow.push(this.requestTotals());
+      if (this.requestWindow.length > RATE_WINDOW_S + 1) this.requestWindow.shift();
+    }
     this.lastSegmentTotal = segmentTotal;
     this.lastSnowflakeTotal = snowflakeTotal;
   }
@@ -131,8 +168,24 @@ export class StatsSampler {
       })
       .sort((a, b) => (a.tag < b.tag ? -1 : 1));
     const snowflake = this.snowflake;
+    const segment = this.segment;
+    const first = this.requestWindow[0];
+    const last = this.requestWindow.at(-1);
     return {
       at: now,
+      version: FROND_VERSION,
+      nodeVersion: process.versions.node,
+      startedAt: this.startedAt,
+      uptimeSeconds: Math.max(0, (now - this.startedAt) / 1000),
+      store: segment
+        ? {
+            kind: segment.store.description.split(':')[0] ?? '',
+            description: segment.store.description,
+            reachable: segment.storeReachable,
+          }
+        : null,
+      // One sample a second, so the window's seconds are its samples less one.
+      requests: requestRates(first ?? EMPTY_TOTALS, last ?? EMPTY_TOTALS, this.requestWindow.length - 1),
       tags,
       history: [...this.history],
       snowflake: snowflake
@@ -154,6 +207,8 @@ export class StatsSampler {
     return ((window.at(-1) as number) - (window[0] as number)) / (window.length - 1);
   }
 }
+
+const EMPTY_TOTALS: RequestTotals = { count: 0, errors: 0, buckets: [] };
 
 function currentJson(slot: SegmentSlot): TagStats['current'] {
   return {
