@@ -13,18 +13,20 @@ import {
 
 /**
  * The worker thread of one store. From dist/ its entry is sqlite-worker.js beside this file. Under
- * tsx (tests, benchmarks) this file is TypeScript and so is the worker; Node 20 does not apply the
- * `--import tsx` a Worker inherits to the worker's own entry ("Unknown file extension .ts"), so a
- * two-step entry registers tsx in the worker first and then imports sqlite-worker.ts.
+ * tsx (tests, benchmarks) this file is TypeScript and so is the worker: Node 20 does not apply an
+ * `--import tsx` to a worker's own entry ("Unknown file extension .ts"), so a two-step entry
+ * registers tsx in the worker first and then imports sqlite-worker.ts. The worker takes none of the
+ * process's flags: it needs none, and some stop it (`--input-type` of `node -e`: seen).
  */
 function startWorker(workerData: SqliteWorkerData): Worker {
+  const options = { workerData, execArgv: [] };
   if (!import.meta.url.endsWith('.ts'))
-    return new Worker(new URL('./sqlite-worker.js', import.meta.url), { workerData });
+    return new Worker(new URL('./sqlite-worker.js', import.meta.url), options);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const entry = JSON.stringify(new URL('./sqlite-worker.ts', import.meta.url).href);
   return new Worker(`import(${tsx}).then((api) => { api.register(); return import(${entry}); });`, {
+    ...options,
     eval: true,
-    workerData,
   });
 }
 
