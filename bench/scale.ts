@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-segment-store.js';
+import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-database.js';
 import { type ChildServer, startFrondServer } from './lib/child-server.js';
 import { rssOf } from './lib/machine.js';
 import { type Section, table } from './lib/markdown.js';

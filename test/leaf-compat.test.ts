@@ -9,7 +9,7 @@ import { systemClock } from '../src/core/clock.js';
 import type { Logger } from '../src/core/logger.js';
 import { type RunningServer, startServer } from '../src/server/serve.js';
 import { POSTGRES_DDL } from '../src/stores/postgres/postgres-segment-store.js';
-import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-segment-store.js';
+import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-database.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
 import { testServeConfig } from './support/serve-config.js';

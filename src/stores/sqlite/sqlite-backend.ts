@@ -1,6 +1,7 @@
 import { FrondError } from '../../core/errors.js';
 import type { StoreBackend } from '../store-backend.js';
-import { SQLITE_DDL, SQLITE_FROND_DDL, SqliteSegmentStore } from './sqlite-segment-store.js';
+import { SQLITE_DDL, SQLITE_FROND_DDL } from './sqlite-database.js';
+import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 /** `sqlite:PATH`: the embedded default, one file on this machine (no password to hide). */
 export const sqliteBackend: StoreBackend<string> = {

@@ -1,171 +1,168 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import { FrondError } from '../../core/errors.js';
-import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
+import { Worker } from 'node:worker_threads';
+import { describeError, FrondError } from '../../core/errors.js';
+import type { Allocation } from '../../core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
-import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
+import {
+  fromWire,
+  type SqliteCalls,
+  type SqliteMethod,
+  type SqliteReply,
+  type SqliteRequest,
+  type SqliteWorkerData,
+} from './sqlite-protocol.js';
 
-/** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
-export const SQLITE_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
-  biz_tag     VARCHAR(128) NOT NULL DEFAULT '' PRIMARY KEY,
-  max_id      BIGINT       NOT NULL DEFAULT 1,
-  step        INT          NOT NULL,
-  description VARCHAR(256) DEFAULT NULL,
-  update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
-)`;
+/**
+ * The worker thread of one store. From dist/ its entry is sqlite-worker.js beside this file. Under
+ * tsx (tests, benchmarks) this file is TypeScript and so is the worker: Node 20 does not apply an
+ * `--import tsx` to a worker's own entry ("Unknown file extension .ts"), so a two-step entry
+ * registers tsx in the worker first and then imports sqlite-worker.ts. The worker takes none of the
+ * process's flags: it needs none, and some stop it (`--input-type` of `node -e`: seen).
+ */
+function startWorker(workerData: SqliteWorkerData): Worker {
+  const options = { workerData, execArgv: [] };
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./sqlite-worker.js', import.meta.url), options);
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  const entry = JSON.stringify(new URL('./sqlite-worker.ts', import.meta.url).href);
+  return new Worker(`import(${tsx}).then((api) => { api.register(); return import(${entry}); });`, {
+    ...options,
+    eval: true,
+  });
+}
 
-/** frond's own per-tag options (opaque tags), beside Leaf's table: docs/databases.md. */
-export const SQLITE_FROND_DDL = `CREATE TABLE IF NOT EXISTS frond_tag_options (
-  biz_tag       VARCHAR(128) NOT NULL PRIMARY KEY,
-  opaque_domain VARCHAR(16)  NOT NULL,
-  key_check     VARCHAR(32)  NOT NULL
-)`;
-
-interface RawRow {
-  biz_tag: string;
-  max_id: bigint;
-  step: bigint;
-  description: string | null;
-  update_time: string | null;
+interface Pending {
+  method: SqliteMethod;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
 }
 
 /**
- * The embedded default store: Leaf's `leaf_alloc` in one SQLite file. Several processes may share
- * the file (a server and `frond tag add`): writes take SQLite's write lock, so two allocations never
- * overlap, and `synchronous = FULL` keeps a committed max_id across a power loss.
+ * The embedded default store: Leaf's `leaf_alloc` in one SQLite file (sqlite-database.ts), whose
+ * calls run in a worker thread of their own. better-sqlite3 is synchronous: on the event loop, each
+ * segment load's commit (an fsync with `synchronous = FULL`: 0.2 ms median, 2.9 ms at most on the
+ * bench machine) held every request behind it, and a write lock held by another process (`frond
+ * tag add`) up to the 5 s busy_timeout. Here the event loop only posts a message and takes the
+ * answer; the worker answers in order, one call at a time, as the one connection did.
+ *
+ * The worker starts with the store and is unref'd while no call is pending, so an idle store keeps
+ * no process alive. If it dies, the calls it had fail with STORE_UNAVAILABLE (a segment load's
+ * outcome unknown, as for any store error) and the next call starts a new one; `close` ends it.
  */
 export class SqliteSegmentStore implements TagStore {
   readonly description: string;
-  private readonly db: Database.Database;
-  private readonly statements;
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private closed = false;
 
   constructor(readonly path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.description = `sqlite:${path}`;
-    this.db = new Database(path, { timeout: 5_000 });
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    this.db.exec(SQLITE_DDL);
-    this.db.exec(SQLITE_FROND_DDL);
-    const db = this.db;
-    this.statements = {
-      // The bound is part of the UPDATE: past 2^63 - 1 SQLite would turn max_id into a REAL, a
-      // rounded number; here the row is left as it is and `advance` says why.
-      advanceByTableStep: db.prepare(
-        `UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - step`,
-      ),
-      advanceBy: db.prepare(
-        `UPDATE leaf_alloc SET max_id = max_id + @step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id <= ${MAX_SEGMENT_ID} - @step`,
-      ),
-      read: db
-        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = ?')
-        .safeIntegers(true),
-      list: db.prepare('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag'),
-      rows: db
-        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc ORDER BY biz_tag')
-        .safeIntegers(true),
-      insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
-      setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
-      options: db.prepare(
-        'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
-      ),
-      opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
-      insertOptions: db.prepare(
-        'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
-      ),
-    };
+    this.worker = this.start();
   }
 
-  async advance(tag: string, step?: number): Promise<Allocation | undefined> {
-    const run = this.db.transaction((): Allocation | undefined => {
-      // The step is bound as a bigint: a JavaScript number is bound as a REAL, and max_id + REAL
-      // above 2^53 is rounded.
-      const changed =
-        step === undefined
-          ? this.statements.advanceByTableStep.run(tag).changes
-          : this.statements.advanceBy.run({ step: BigInt(step), tag }).changes;
-      const row = this.statements.read.get(tag) as RawRow | undefined;
-      if (row === undefined) return undefined;
-      if (typeof row.max_id !== 'bigint') {
-        throw new FrondError(
-          'INVALID_CONFIG',
-          `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id`,
+  advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    return this.call('advance', step === undefined ? [tag] : [tag, step]);
+  }
+
+  listTags(): Promise<string[]> {
+    return this.call('listTags', []);
+  }
+
+  getTag(tag: string): Promise<TagRow | undefined> {
+    return this.call('getTag', [tag]);
+  }
+
+  listRows(): Promise<TagRow[]> {
+    return this.call('listRows', []);
+  }
+
+  addTag(tag: NewTag): Promise<void> {
+    return this.call('addTag', [tag]);
+  }
+
+  setStep(tag: string, step: number): Promise<void> {
+    return this.call('setStep', [tag, step]);
+  }
+
+  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
+    return this.call('tagOptions', [tag]);
+  }
+
+  listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    return this.call('listOpaque', []);
+  }
+
+  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    return this.call('addOpaqueTag', [tag, opaque]);
+  }
+
+  /** Closes the connection (after the calls already made are answered) and ends the worker. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    try {
+      await this.send(worker, 'close', []);
+    } finally {
+      this.worker = undefined;
+      await worker.terminate();
+    }
+  }
+
+  private call<M extends SqliteMethod>(
+    method: M,
+    args: Parameters<SqliteCalls[M]>,
+  ): Promise<ReturnType<SqliteCalls[M]>> {
+    // better-sqlite3's own words for a call on a closed database, as the store answered before.
+    if (this.closed) return Promise.reject(new TypeError('The database connection is not open'));
+    this.worker ??= this.start();
+    return this.send(this.worker, method, args) as Promise<ReturnType<SqliteCalls[M]>>;
+  }
+
+  private send(worker: Worker, method: SqliteMethod, args: unknown[]): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { method, resolve, reject });
+      if (this.pending.size === 1) worker.ref();
+      worker.postMessage({ id, method, args } satisfies SqliteRequest);
+    });
+  }
+
+  private start(): Worker {
+    const worker = startWorker({ path: this.path });
+    worker.unref();
+    let failure: unknown;
+    worker.on('message', (reply: SqliteReply) => {
+      const call = this.pending.get(reply.id);
+      if (call === undefined) return;
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) worker.unref();
+      if (reply.ok) call.resolve(reply.value);
+      else call.reject(fromWire(reply.error));
+    });
+    // An answer that cannot be read would leave its call waiting: end the worker, which fails it.
+    worker.on('messageerror', (error) => {
+      failure = error;
+      void worker.terminate();
+    });
+    worker.on('error', (error) => {
+      failure = error;
+    });
+    worker.on('exit', (code) => {
+      if (this.worker === worker) this.worker = undefined;
+      const calls = [...this.pending.values()];
+      this.pending.clear();
+      for (const call of calls) {
+        call.reject(
+          new FrondError(
+            'STORE_UNAVAILABLE',
+            `${this.description}: the SQLite worker thread stopped (exit code ${code}${failure === undefined ? '' : `, ${describeError(failure)}`}) before answering ${call.method}; its outcome is unknown`,
+            failure === undefined ? undefined : { cause: failure },
+          ),
         );
       }
-      const tableStep = Number(row.step);
-      if (changed === 0) throw rangeExhausted(tag, row.max_id, step ?? tableStep);
-      return { maxId: row.max_id, step: step ?? tableStep, tableStep };
     });
-    return run.immediate();
+    return worker;
   }
-
-  async listTags(): Promise<string[]> {
-    return (this.statements.list.all() as { biz_tag: string }[]).map((row) => row.biz_tag);
-  }
-
-  async getTag(tag: string): Promise<TagRow | undefined> {
-    const row = this.statements.read.get(tag) as RawRow | undefined;
-    return row && toTagRow(row);
-  }
-
-  async listRows(): Promise<TagRow[]> {
-    return (this.statements.rows.all() as RawRow[]).map(toTagRow);
-  }
-
-  async addTag(tag: NewTag): Promise<void> {
-    try {
-      this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
-    } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
-    }
-  }
-
-  async setStep(tag: string, step: number): Promise<void> {
-    if (this.statements.setStep.run(step, tag).changes === 0) {
-      throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-    }
-  }
-
-  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    return optionsOf(this.statements.options.get(tag) as OptionRow | undefined);
-  }
-
-  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
-    return opaqueMap(this.statements.opaque.all() as OptionRow[]);
-  }
-
-  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    try {
-      this.db
-        .transaction(() => {
-          this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
-          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
-        })
-        .immediate();
-    } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
-    }
-  }
-
-  async close(): Promise<void> {
-    this.db.close();
-  }
-}
-
-function toTagRow(row: RawRow): TagRow {
-  return {
-    tag: row.biz_tag,
-    maxId: row.max_id,
-    step: Number(row.step),
-    description: row.description,
-    // CURRENT_TIMESTAMP is UTC text, 'YYYY-MM-DD HH:MM:SS'.
-    updateTime: row.update_time === null ? null : new Date(`${row.update_time.replace(' ', 'T')}Z`),
-  };
 }

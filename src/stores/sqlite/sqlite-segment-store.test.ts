@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { tempDir } from '../../../test/support/frond-process.js';
+import { randomTag } from '../../../test/support/random-tag.js';
+import { isFrondError } from '../../core/errors.js';
+import { SqliteSegmentStore } from './sqlite-segment-store.js';
+
+// The store contract itself runs in test/segment-store.test.ts; these are the worker thread's own
+// promises: the event loop goes on while a call waits in SQLite, errors keep their class and code,
+// and a worker that dies fails its calls instead of leaving them waiting.
+
+/** A store on a fresh file and a second connection to it, as another process (`frond tag add`) would hold. */
+async function storeAndOther(): Promise<{ store: SqliteSegmentStore; other: Database.Database }> {
+  const path = join(tempDir(), 'frond.db');
+  const store = new SqliteSegmentStore(path);
+  await store.listTags(); // the worker has opened the file and created the tables
+  return { store, other: new Database(path) };
+}
+
+/** Resolves after `count` turns of a 5 ms timer: only an event loop that is free runs them. */
+async function timerTurns(count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe('SQLite store in its worker thread', () => {
+  it('keeps the event loop running while a segment load waits for a write lock another connection holds', async () => {
+    const { store, other } = await storeAndOther();
+    try {
+      const tag = randomTag();
+      await store.addTag({ tag, step: 10, start: 1n });
+      other.exec('BEGIN IMMEDIATE');
+      let settled = false;
+      const load = store.advance(tag).finally(() => {
+        settled = true;
+      });
+      // Within busy_timeout (5 s) the load waits for the lock. On the event loop (better-sqlite3
+      // called in this thread) it would hold these timers for the whole 5 s and then fail
+      // SQLITE_BUSY, because the lock could never be released while it waited.
+      await timerTurns(20);
+      assert.equal(settled, false, 'the load waits for the lock while the timers run');
+      other.exec('ROLLBACK');
+      assert.deepEqual(await load, { maxId: 11n, step: 10, tableStep: 10 });
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('answers SQLite errors and FrondErrors with their own class and code', async () => {
+    const { store, other } = await storeAndOther();
+    try {
+      const tag = randomTag();
+      await store.addTag({ tag, step: 10, start: 1n });
+      await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), (error) =>
+        isFrondError(error, 'TAG_EXISTS'),
+      );
+      other.exec('DROP TABLE leaf_alloc');
+      await assert.rejects(
+        store.advance(tag),
+        (error) =>
+          error instanceof Database.SqliteError &&
+          error.code === 'SQLITE_ERROR' &&
+          /no such table: leaf_alloc/.test(error.message),
+      );
+    } finally {
+      other.close();
+      await store.close();
+    }
+    await assert.rejects(store.listTags(), {
+      name: 'TypeError',
+      message: 'The database connection is not open',
+    });
+  });
+
+  it('answers SQLITE_BUSY when another connection holds the write lock past busy_timeout (5 s)', async () => {
+    const { store, other } = await storeAndOther();
+    try {
+      const tag = randomTag();
+      await store.addTag({ tag, step: 10, start: 1n });
+      other.exec('BEGIN IMMEDIATE');
+      await assert.rejects(
+        store.advance(tag),
+        (error) => error instanceof Database.SqliteError && error.code === 'SQLITE_BUSY',
+      );
+      other.exec('ROLLBACK');
+      assert.equal((await store.getTag(tag))?.maxId, 1n, 'the refused load changed nothing');
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('fails the calls of a worker that dies with STORE_UNAVAILABLE, and serves again from a new worker', async () => {
+    const path = join(tempDir(), 'frond.db');
+    const setup = new SqliteSegmentStore(path);
+    const tag = randomTag();
+    await setup.addTag({ tag, step: 10, start: 1n });
+    await setup.close();
+    const store = new SqliteSegmentStore(path);
+    try {
+      // Both calls are posted while the new worker is still loading its modules (tens of ms), and it
+      // is ended before it reads them: the worker is private, a test reaches it to end it as a crash
+      // (an exit, a fatal error) would.
+      const calls = [store.advance(tag), store.getTag(tag)];
+      void (store as unknown as { worker: Worker }).worker.terminate();
+      for (const call of calls) {
+        await assert.rejects(
+          call,
+          (error) =>
+            isFrondError(error, 'STORE_UNAVAILABLE') && /SQLite worker thread stopped/.test(error.message),
+        );
+      }
+      // The next call starts a new worker; the load that was never read consumed nothing.
+      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10 });
+    } finally {
+      await store.close();
+    }
+  });
+});
