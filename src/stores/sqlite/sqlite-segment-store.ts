@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { describeError, FrondError } from '../../core/errors.js';
 import type { Allocation } from '../../core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
+import { SqliteDatabase } from './sqlite-database.js';
 import {
   fromWire,
   type SqliteCalls,
@@ -57,6 +58,10 @@ export class SqliteSegmentStore implements TagStore {
 
   constructor(readonly path: string) {
     this.description = `sqlite:${path}`;
+    // Opened once here, on the caller's thread, before any request: a path whose directory is
+    // missing, a file that is not a database or a read-only one fails the start in one line (as
+    // before the worker), instead of a node that starts and answers 503 for a file on its own disk.
+    new SqliteDatabase(path).close();
     this.worker = this.start();
   }
 
