@@ -132,6 +132,15 @@ describe('frond CLI', () => {
     );
   });
 
+  it('stops the start in one line when the SQLite file is not a database (the store opens before serving)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'not-a-database.db');
+    writeFileSync(file, 'this is not SQLite '.repeat(20));
+    const result = await runFrond(['serve', '--port', '0', '--data-dir', dir, '--store', `sqlite:${file}`]);
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /^frond: .*not a database\n$/);
+  });
+
   it("never splits a flag's token at commas; only FROND_TOKEN is a comma list (item 7)", () => {
     assert.deepEqual(parseServeArgs(['--token', 'abc,def'], {}).tokens, ['abc,def']);
     assert.deepEqual(parseServeArgs(['--token', 'a', '--token', 'b,c'], {}).tokens, ['a', 'b,c']);
