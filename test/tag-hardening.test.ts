@@ -10,7 +10,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
 import { createApp } from '../src/server/app.js';
-import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
+import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
 import { randomTag } from './support/random-tag.js';
 import { type TestDatabase, testDatabase } from './support/test-database.js';
@@ -213,6 +213,70 @@ describe('a tag dropped by SQL and re-added with start 1 (issue 16 item 1)', () 
       await node.stop();
     }
   });
+});
+
+describe('a plain tag dropped by SQL is never re-created opaque under its name', () => {
+  // Its opaque IDs would be spread over the whole domain, where the plain IDs it served lie too.
+  const env = { FROND_OPAQUE_SECRET: randomBytes(32).toString('hex') };
+
+  it('SQLite: the node that served it answers 409 OPAQUE_TAG_FIXED and makes no row', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'ids.db');
+    const node = await startFrond(['--port', '0', '--data-dir', dir, '--store', `sqlite:${file}`], { env });
+    try {
+      const tag = randomTag();
+      assert.equal((await addTag(node, { tag, step: 10 })).status, 201);
+      assert.equal((await take(node, tag, 3)).ids.length, 3);
+      const db = new Database(file);
+      db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag);
+      db.close();
+      const refused = await addTag(node, { tag, step: 10, opaque: 'bits:40' });
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(codeOf(refused), 'OPAQUE_TAG_FIXED');
+      assert.match(refused.text, /has served IDs before/);
+      assert.equal((await call(`${node.url}/v1/tags/${tag}`)).status, 404);
+      // A name never served is made opaque as before.
+      assert.equal((await addTag(node, { tag: randomTag(), opaque: 'bits:40' })).status, 201);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  for (const dialect of ['postgres', 'mysql'] as const) {
+    const database = testDatabase(dialect);
+    after(() => database.drop());
+    it(`${dialect === 'postgres' ? 'PostgreSQL' : 'MariaDB'}: frond tag add --opaque from anywhere is refused by frond_high_water in one line`, async (t) => {
+      const db = await database.open(t);
+      if (db === undefined) return;
+      const tag = randomTag();
+      const node = await startFrond(['--port', '0', '--data-dir', tempDir(), '--store', db.url], { env });
+      try {
+        assert.equal((await addTag(node, { tag, step: 10 })).status, 201);
+        assert.equal((await take(node, tag, 3)).ids.length, 3);
+      } finally {
+        await node.stop();
+      }
+      await db.sql(`DELETE FROM leaf_alloc WHERE biz_tag = ${dialect === 'postgres' ? '$1' : '?'}`, [tag]);
+      // Another machine, another data dir: only the database remembers the name.
+      const added = await runFrond(['tag', 'add', tag, '--opaque', 'bits:40', '--store', db.url], { env });
+      assert.equal(added.code, 1, added.stderr);
+      assert.match(added.stderr, /^frond: tag .* has served IDs before .*use a new name\n$/);
+      const rows = await db.sql(
+        `SELECT COUNT(*) AS n FROM leaf_alloc WHERE biz_tag = ${dialect === 'postgres' ? '$1' : '?'}`,
+        [tag],
+      );
+      assert.equal(Number(rows[0]?.n), 0);
+      const options = await db.sql(
+        `SELECT COUNT(*) AS n FROM frond_tag_options WHERE biz_tag = ${dialect === 'postgres' ? '$1' : '?'}`,
+        [tag],
+      );
+      assert.equal(Number(options[0]?.n), 0);
+      const fresh = await runFrond(['tag', 'add', randomTag(), '--opaque', 'bits:40', '--store', db.url], {
+        env,
+      });
+      assert.equal(fresh.code, 0, fresh.stderr);
+    });
+  }
 });
 
 function variants(tag: string, n: number): string[] {

@@ -1,3 +1,4 @@
+import { FrondError } from './errors.js';
 import type { SegmentStore } from './segment-store.js';
 
 /** One row of Leaf's `leaf_alloc` table. */
@@ -64,3 +65,16 @@ export interface TagStore extends SegmentStore, TagAdmin, TagOptionsAdmin {}
 
 /** The step of a new tag when none is given (`frond tag add`, `POST /v1/tags`). */
 export const DEFAULT_TAG_STEP = 1000;
+
+/**
+ * An opaque tag under a name that already served IDs is refused: its opaque IDs are spread over the
+ * whole domain, so one could equal a plain ID handed out before the row was dropped (a row deleted
+ * by SQL and added again). Stores that keep a record of served names (frond_high_water, the data
+ * dir's high-water file) check it when an opaque tag is added.
+ */
+export function opaqueNameUsed(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_TAG_FIXED',
+    `tag ${tag} has served IDs before (frond keeps its high-water): an opaque tag under that name could repeat one of them; use a new name`,
+  );
+}

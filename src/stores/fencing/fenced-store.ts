@@ -1,7 +1,7 @@
 import { FrondError } from '../../core/errors.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
 import type { Allocation } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
+import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
 import { type FencedAdvance, type FenceOps, hasFenceOps } from './fence.js';
 import { HighWaterFile } from './high-water-file.js';
@@ -163,7 +163,17 @@ export class FencedStore implements OpenedStore {
     return this.inner.listOpaque();
   }
   addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    // This node served the name (its row was dropped since): on SQLite, which keeps no
+    // frond_high_water, this is the record there is.
+    if (this.highWater.state.tags.has(tag.tag)) return this.refuseUsedName(tag.tag);
     return this.inner.addOpaqueTag(tag, opaque);
+  }
+
+  /** TAG_EXISTS while the row is there, as for any name; the name's refusal once it is gone. */
+  private async refuseUsedName(tag: string): Promise<never> {
+    if ((await this.inner.getTag(tag)) !== undefined)
+      throw new FrondError('TAG_EXISTS', `tag ${tag} already exists`);
+    throw opaqueNameUsed(tag);
   }
   close(): Promise<void> {
     return this.inner.close();

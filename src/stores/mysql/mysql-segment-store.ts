@@ -2,7 +2,13 @@ import mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
+import {
+  type NewTag,
+  type OpaqueSetting,
+  opaqueNameUsed,
+  type TagRow,
+  type TagStore,
+} from '../../core/tag-admin.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
@@ -352,6 +358,21 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       await this.guard(async () => {
         await this.ensureTable();
         await this.transaction(async (sql) => {
+          // A name frond_high_water knows served plain IDs (opaqueNameUsed). No lock: without its
+          // leaf_alloc row, which this transaction inserts, no advance can record the name meanwhile.
+          const [used] = await sql(`SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}`, [
+            tag.tag,
+            tag.tag,
+          ]);
+          if ((used as unknown[]).length > 0) {
+            const [rows] = await sql(`SELECT 1 AS found FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
+              tag.tag,
+              tag.tag,
+            ]);
+            if ((rows as unknown[]).length > 0)
+              throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+            throw opaqueNameUsed(tag.tag);
+          }
           await sql('INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)', [
             tag.tag,
             opaque.domain,

@@ -2,7 +2,13 @@ import pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import { silentLogger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
+import {
+  type NewTag,
+  type OpaqueSetting,
+  opaqueNameUsed,
+  type TagRow,
+  type TagStore,
+} from '../../core/tag-admin.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
@@ -311,9 +317,12 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
 
   /** One statement, so one transaction: the setting and the row exist together or not at all. */
   async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    let result: { rowCount: number | null };
     try {
-      await this.query({
-        text: `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES ($1, $5, $6) RETURNING biz_tag)
+      // Nothing is inserted for a name frond_high_water knows: it served plain IDs (opaqueNameUsed).
+      result = await this.query({
+        text: `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check)
+    SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar) RETURNING biz_tag)
   INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`,
         values: [
           tag.tag,
@@ -329,6 +338,11 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
         throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
       }
       throw error;
+    }
+    if (result.rowCount === 0) {
+      if ((await this.getTag(tag.tag)) !== undefined)
+        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+      throw opaqueNameUsed(tag.tag);
     }
   }
 
