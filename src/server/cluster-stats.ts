@@ -1,4 +1,10 @@
-import type { RatePoint, StatsSnapshot, TagStats } from './stats.js';
+import {
+  DEFAULT_STATS_TAGS,
+  type RatePoint,
+  type StatsQuery,
+  type StatsSnapshot,
+  type TagStats,
+} from './stats.js';
 
 /** `/v1/stats` of a `--workers N` node: every process's numbers added up, as one node's. */
 export interface ClusterStatsSnapshot extends StatsSnapshot {
@@ -18,7 +24,10 @@ export interface ClusterStatsSnapshot extends StatsSnapshot {
  * is the largest; its last error the latest. History points are aligned from the newest (each
  * process samples once a second). The clock offset is the smallest, the worst of them.
  */
-export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSnapshot {
+export function mergeStats(
+  snapshots: readonly StatsSnapshot[],
+  query: StatsQuery = {},
+): ClusterStatsSnapshot {
   const byTag = new Map<string, TagStats>();
   for (const snapshot of snapshots) {
     for (const tag of snapshot.tags) {
@@ -26,8 +35,12 @@ export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSna
       byTag.set(tag.tag, seen === undefined ? { ...tag } : addTag(seen, tag));
     }
   }
+  // Each process sent its own busiest; the node's busiest are the busiest of their sums.
+  const limit = query.tags !== undefined ? byTag.size : (query.limit ?? DEFAULT_STATS_TAGS);
   const tags = [...byTag.values()]
     .map((tag) => ({ ...tag, runwaySeconds: tag.rate > 0 ? tag.left / tag.rate : null }))
+    .sort((a, b) => b.rate - a.rate || b.issued - a.issued)
+    .slice(0, limit)
     .sort((a, b) => (a.tag < b.tag ? -1 : 1));
   const length = Math.max(0, ...snapshots.map((snapshot) => snapshot.history.length));
   const history: RatePoint[] = Array.from({ length }, () => ({ at: 0, segment: 0, snowflake: 0 }));
@@ -44,6 +57,8 @@ export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSna
   const first = flakes[0];
   return {
     at: Math.max(0, ...snapshots.map((snapshot) => snapshot.at)),
+    // Every process holds the same tags (a new one only until its next tag refresh).
+    tagCount: Math.max(0, ...snapshots.map((snapshot) => snapshot.tagCount ?? 0)),
     tags,
     history,
     snowflake:
