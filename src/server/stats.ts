@@ -162,10 +162,11 @@ function busier(a: Track, b: Track): boolean {
  *
  * A labelled tag's counters count from when it got its label, and `(other)` keeps everything before
  * (and everything of a tag that loses its label): so every series only goes up, and the sum over
- * `tag` is the node's total. A tag seen for the first time while there is room gets its label at
- * once, with its whole count (nothing of it was in `(other)`): with at most `metricsTags` tags, every
- * tag is labelled with its full counts, as before. Otherwise the labelled set is filled from the
- * busiest each second and chosen again every RELABEL_SAMPLES seconds, so labels do not flap.
+ * `tag` is the node's total. While the node holds at most `metricsTags` tags, a tag gets its label
+ * when first seen, with its whole count (nothing of it was in `(other)`): every tag is labelled with
+ * its full counts, as before. With more, the free labels go to the busiest tags taking IDs, each
+ * second, and every RELABEL_SAMPLES seconds the idlest labelled tags give theirs up to busier ones,
+ * so labels do not flap.
  */
 export class StatsSampler {
   private readonly tracks = new Map<string, Track>();
@@ -261,8 +262,9 @@ export class StatsSampler {
         const old = this.tracks.get(buffer.tag);
         if (old !== undefined && this.members.delete(old)) this.members.add(track);
         this.tracks.set(buffer.tag, track);
-        // New to the sampler, so none of its IDs were counted in (other): it may take its whole count.
-        if (track.label === undefined && this.members.size < room) {
+        // New to the sampler, so none of its IDs were counted in (other): it may take its whole
+        // count. Only while every tag fits: with more, the free labels are kept for the busiest.
+        if (track.label === undefined && this.members.size < room && (this.segment?.size ?? 0) <= room) {
           track.label = { issued: 0, loads: 0, loadFailures: 0 };
           this.members.add(track);
         }
@@ -333,9 +335,11 @@ export class StatsSampler {
         freed++;
       }
     }
-    for (const track of wanted) {
+    // When every tag fits, every tag has a label, idle or not.
+    const fits = this.tracks.size <= room;
+    for (const track of fits ? this.tracks.values() : wanted) {
       if (this.members.size >= room) break;
-      if (track.label !== undefined || track.rate <= 0) continue;
+      if (track.label !== undefined || (!fits && track.rate <= 0)) continue;
       // (other) has its counts so far and keeps them; the label counts from here on.
       track.label = {
         issued: track.buffer.issued,
