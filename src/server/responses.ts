@@ -26,8 +26,11 @@ export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer)
   res.end(json);
 }
 
-export function sendHtml(res: ServerResponse, html: string): void {
-  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+export function sendHtml(res: ServerResponse, html: string | Buffer): void {
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': typeof html === 'string' ? Buffer.byteLength(html) : html.length,
+  });
   res.end(html);
 }
 
