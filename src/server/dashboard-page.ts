@@ -75,7 +75,7 @@ function draw(stats) {
   const last = stats.history[stats.history.length - 1] || { segment: 0, snowflake: 0 };
   $('segRate').textContent = fmt.format(last.segment);
   $('flakeRate').textContent = fmt.format(last.snowflake);
-  $('tagCount').textContent = fmt.format(stats.tags.length);
+  $('tagCount').textContent = fmt.format(stats.tagCount ?? stats.tags.length);
   const flake = stats.snowflake;
   $('workerId').textContent = flake ? (flake.workerIds || [flake.workerId]).join(', ') : 'off';
   $('clock').innerHTML = !flake ? '<span class="muted">–</span>'
