@@ -223,7 +223,7 @@ if (only.has('scrape')) {
     targets.push([
       `ID p99 while /metrics, /v1/stats, /db are scraped, ${integer(row.tags)} tags`,
       'a page stalls ID serving by no more than a few ms',
-      `p99 ${row.with.p99.toFixed(2)} ms vs ${row.without.p99.toFixed(2)} ms without (${row.p99Ratio.toFixed(2)}×), max ${row.with.max.toFixed(1)} ms; ${pages.join(', ')}`,
+      `p99 ${row.with.p99.toFixed(2)} ms vs ${row.without.p99.toFixed(2)} ms without (${row.p99Ratio.toFixed(2)}×), max ${row.with.max.toFixed(1)} ms; server loop lag max ${row.loopLagMaxMs.toFixed(1)} ms a second (median ${row.loopLagMedianMs.toFixed(1)}); ${pages.join(', ')}`,
       mark(row.with.p99 - row.without.p99 <= 5 && row.errors === 0),
     ]);
   }
