@@ -347,8 +347,9 @@ export class StatsSampler {
         loadFailures: track.buffer.loadFailureCount,
       };
       this.members.add(track);
-      other.left -= track.buffer.left;
-      other.rate -= track.rate;
+      // Out of the sums for the rest of this second (clamped: rates are floats).
+      other.left = Math.max(0, other.left - track.buffer.left);
+      other.rate = Math.max(0, other.rate - track.rate);
     }
   }
 
