@@ -3,7 +3,7 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,10 +16,11 @@ import { describeMachine } from './lib/machine.js';
 import { renderSection, type Section, table } from './lib/markdown.js';
 import { integer, percent, si } from './lib/stats.js';
 import { runScale } from './scale.js';
+import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client'] as const;
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape'] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -53,6 +54,7 @@ const plan = quick
       scale: { tags: 500, concurrency: 32 },
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
       client: { rounds: 1, runMs: 200, warmupMs: 200 },
+      scrape: { tagCounts: [500], rate: 1_000, phaseMs: 1_000, rounds: 1, scrapeEveryMs: 250 },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -70,6 +72,8 @@ const plan = quick
       scale: { tags: 10_000, concurrency: 32 },
       workers: { rounds: 3, runS: 2, connections: 10, warmupS: 1, endpoints: 3 },
       client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
+      // About 75 s: per tag count, a warm-up second and 3 × (5 s without + 5 s with the scraper).
+      scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
     };
 
 let lap = Date.now();
@@ -205,6 +209,24 @@ if (only.has('client')) {
   goal('SDK `await nextId`, sustained (bigint)', '`await nextId', 'bigint', 20e6);
   goal('SDK `tryNextId` yielding every 10,000 (bigint)', '`tryNextId', 'bigint', 50e6);
   goal('SDK `tryNextId` yielding every 10,000 (number)', '`tryNextId', 'number', 100e6);
+}
+
+if (only.has('scrape')) {
+  log(`operator pages under ID load: ${plan.scrape.tagCounts.join(', ')} tags`);
+  const { section, summary } = await runScrape(plan.scrape);
+  sections.push(section);
+  figures.scrape = summary;
+  for (const row of summary.rows) {
+    const pages = row.pages.map(
+      (page) => `${page.path} ${Math.round(page.bytes / 1024)} KiB in ${page.medianMs.toFixed(1)} ms`,
+    );
+    targets.push([
+      `ID p99 while /metrics, /v1/stats, /db are scraped, ${integer(row.tags)} tags`,
+      'a page stalls ID serving by no more than a few ms',
+      `p99 ${row.with.p99.toFixed(2)} ms vs ${row.without.p99.toFixed(2)} ms without (${row.p99Ratio.toFixed(2)}×), max ${row.with.max.toFixed(1)} ms; server loop lag max ${row.loopLagMaxMs.toFixed(1)} ms a second (median ${row.loopLagMedianMs.toFixed(1)}); ${pages.join(', ')}`,
+      mark(row.with.p99 - row.without.p99 <= 5 && row.errors === 0),
+    ]);
+  }
 }
 
 const machine = describeMachine();

@@ -24,7 +24,7 @@ export interface ScaleSummary {
 }
 
 /** A data dir whose leaf_alloc has `count` tags (one transaction: 10,000 fsyncs would take a while). */
-function dataDirWithTags(count: number): { dir: string; tags: string[] } {
+export function dataDirWithTags(count: number): { dir: string; tags: string[] } {
   const dir = tempDir();
   const db = new Database(join(dir, 'frond.db'));
   db.pragma('journal_mode = WAL');

@@ -35,6 +35,7 @@ describe('npm run bench -- --quick', () => {
       'Scale',
       'Workers',
       'Client SDK, sustained',
+      'Operator pages under ID load',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 

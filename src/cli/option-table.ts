@@ -7,6 +7,7 @@ import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
 import { MAX_WORKERS } from '../server/cluster.js';
 import { RESERVED_DESCRIPTORS } from '../server/http-server.js';
+import { DEFAULT_METRICS_TAGS } from '../server/stats.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
@@ -213,6 +214,16 @@ export const SERVE_OPTIONS = [
     max: 24 * HOUR,
     unit: 'ms',
     help: 'how often the tag list is re-read',
+  }),
+  integer({
+    name: 'metricsTags',
+    flag: 'metrics-tags',
+    default: DEFAULT_METRICS_TAGS,
+    // 0 puts every tag under tag="(other)"; 10,000 series per metric is already more than one scrape should carry.
+    min: 0,
+    max: 10_000,
+    unit: 'tags',
+    help: 'how many of the busiest tags get their own tag label in /metrics; the rest are added up as tag="(other)"',
   }),
   integer({
     name: 'maxStep',

@@ -30,6 +30,7 @@ export function serveConfig(settings: ServeSettings): ServeConfig {
     randomSequence: settings.randomSequence,
     segmentWaitMs: settings.segmentWaitMs,
     tagRefreshMs: settings.tagRefreshMs,
+    metricsTags: settings.metricsTags,
     maxStep: settings.maxStep,
     fenceSkip: settings.fenceSkip,
     clockToleranceMs: settings.clockToleranceMs,

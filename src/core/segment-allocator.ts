@@ -107,6 +107,20 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     return [...this.buffers.keys()];
   }
 
+  /** How many tags the node holds a buffer for. */
+  get size(): number {
+    return this.buffers.size;
+  }
+
+  /** The buffers themselves, for readers that walk every tag without building each state (`StatsSampler`). */
+  buffersView(): IterableIterator<SegmentBuffer> {
+    return this.buffers.values();
+  }
+
+  buffer(tag: string): SegmentBuffer | undefined {
+    return this.buffers.get(tag);
+  }
+
   states(): SegmentBufferState[] {
     return [...this.buffers.values()].map((buffer) => buffer.state());
   }

@@ -214,6 +214,35 @@ export class SegmentBuffer {
     }
   }
 
+  /** IDs handed out so far (as `state().issued`), without building the state: the sampler reads it for every tag each second. */
+  get issued(): number {
+    return this.issuedBefore + Math.min(this.at, this.end) - this.currentStart;
+  }
+
+  /** IDs left in both buffers (the current segment's rest and the next one's step). */
+  get left(): number {
+    const end = this.end;
+    const at = this.at;
+    return (end > at ? end - at : 0) + (this.nextRange ? this.nextRange.step : 0);
+  }
+
+  /** Segment loads that worked and that failed; the dynamic step; whether the next segment is in. Plain fields, read for every tag each second. */
+  get loadCount(): number {
+    return this.loads;
+  }
+
+  get loadFailureCount(): number {
+    return this.loadFailures;
+  }
+
+  get dynamicStep(): number {
+    return this.step;
+  }
+
+  get nextReady(): boolean {
+    return this.nextRange !== undefined;
+  }
+
   state(): SegmentBufferState {
     const current = this.currentSlot();
     const next = this.nextRange;

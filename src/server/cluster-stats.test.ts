@@ -12,6 +12,7 @@ function snapshotOf(overrides: Partial<StatsSnapshot>): StatsSnapshot {
     uptimeSeconds: 100,
     store: { kind: 'postgres', description: 'postgres://frond@db:5432/ids', reachable: true },
     requests: { windowSeconds: 10, perSecond: 10, errorsPerSecond: 1, latencyMs: { p50: 1, p90: 2, p99: 3 } },
+    tagCount: 0,
     tags: [],
     history: [],
     snowflake: null,

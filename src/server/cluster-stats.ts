@@ -1,4 +1,10 @@
-import type { RatePoint, StatsSnapshot, TagStats } from './stats.js';
+import {
+  DEFAULT_STATS_TAGS,
+  type RatePoint,
+  type StatsQuery,
+  type StatsSnapshot,
+  type TagStats,
+} from './stats.js';
 
 /** `/v1/stats` of a `--workers N` node: every process's numbers added up, as one node's. */
 export interface ClusterStatsSnapshot extends StatsSnapshot {
@@ -21,7 +27,10 @@ export interface ClusterStatsSnapshot extends StatsSnapshot {
  * add up, and the worst process is the one to look at); the uptime is the youngest process's (one
  * that was restarted shows); the store is reachable when every process reaches it.
  */
-export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSnapshot {
+export function mergeStats(
+  snapshots: readonly StatsSnapshot[],
+  query: StatsQuery = {},
+): ClusterStatsSnapshot {
   const byTag = new Map<string, TagStats>();
   for (const snapshot of snapshots) {
     for (const tag of snapshot.tags) {
@@ -29,8 +38,12 @@ export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSna
       byTag.set(tag.tag, seen === undefined ? { ...tag } : addTag(seen, tag));
     }
   }
+  // Each process sent its own busiest; the node's busiest are the busiest of their sums.
+  const limit = query.tags !== undefined ? byTag.size : (query.limit ?? DEFAULT_STATS_TAGS);
   const tags = [...byTag.values()]
     .map((tag) => ({ ...tag, runwaySeconds: tag.rate > 0 ? tag.left / tag.rate : null }))
+    .sort((a, b) => b.rate - a.rate || b.issued - a.issued)
+    .slice(0, limit)
     .sort((a, b) => (a.tag < b.tag ? -1 : 1));
   const length = Math.max(0, ...snapshots.map((snapshot) => snapshot.history.length));
   const history: RatePoint[] = Array.from({ length }, () => ({ at: 0, segment: 0, snowflake: 0 }));
@@ -74,6 +87,8 @@ export function mergeStats(snapshots: readonly StatsSnapshot[]): ClusterStatsSna
               p99: Math.max(...latencies.map((latency) => latency.p99)),
             },
     },
+    // Every process holds the same tags (a new one only until its next tag refresh).
+    tagCount: Math.max(0, ...snapshots.map((snapshot) => snapshot.tagCount ?? 0)),
     tags,
     history,
     snowflake:

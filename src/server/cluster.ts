@@ -10,7 +10,7 @@ import { WORKER_FILE } from '../worker-ids/file/file-worker-id-source.js';
 import { type ClusterStatsSnapshot, mergeStats } from './cluster-stats.js';
 import { lockDataDir } from './data-dir-lock.js';
 import type { ServeConfig } from './serve.js';
-import type { StatsSnapshot } from './stats.js';
+import type { StatsQuery, StatsSnapshot } from './stats.js';
 
 /** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
 export const MAX_WORKERS = 64;
@@ -28,7 +28,7 @@ const ASK = { type: 'frond.assignment?' };
 /** What a process has to add up: its own metrics (prom-client's JSON) and stats. */
 export interface ClusterLocal {
   metrics(): Promise<object[]>;
-  stats(): StatsSnapshot;
+  stats(query: StatsQuery): StatsSnapshot;
 }
 
 /**
@@ -41,7 +41,7 @@ export interface ClusterLink {
   provide(local: ClusterLocal): void;
   /** Every process's metrics, added up by prom-client's cluster aggregator, as Prometheus text. */
   metricsText(): Promise<string>;
-  stats(): Promise<ClusterStatsSnapshot>;
+  stats(query?: StatsQuery): Promise<ClusterStatsSnapshot>;
 }
 
 type Kind = 'metrics' | 'stats';
@@ -50,12 +50,15 @@ interface AggregateAsk {
   type: 'frond.aggregate?';
   id: number;
   kind: Kind;
+  /** For `stats`: which tags (`/v1/stats?limit=…&tag=…`). */
+  query?: StatsQuery | undefined;
 }
 /** primary → every worker: send me your `kind`; and the worker's answer. */
 interface Collect {
   type: 'frond.collect';
   id: number;
   kind: Kind;
+  query?: StatsQuery | undefined;
 }
 interface Collected {
   type: 'frond.collected';
@@ -81,8 +84,8 @@ function workerLink(worker: Worker, index: number): ClusterLink & { close(): voi
   const onMessage = (message: unknown) => {
     const typed = message as { type?: string } | undefined;
     if (typed?.type === 'frond.collect') {
-      const { id, kind } = message as Collect;
-      collectLocal(kind).then(
+      const { id, kind, query } = message as Collect;
+      collectLocal(kind, query).then(
         (data) =>
           worker.isConnected() && worker.send({ type: 'frond.collected', id, data } satisfies Collected),
         () =>
@@ -99,9 +102,9 @@ function workerLink(worker: Worker, index: number): ClusterLink & { close(): voi
   };
   worker.on('message', onMessage);
 
-  async function collectLocal(kind: Kind): Promise<unknown> {
+  async function collectLocal(kind: Kind, query: StatsQuery | undefined): Promise<unknown> {
     if (local === undefined) return null;
-    if (kind === 'stats') return local.stats();
+    if (kind === 'stats') return local.stats(query ?? {});
     // The worker ID gauge is one per process: a `worker` label keeps them apart instead of a sum.
     const metrics = (await local.metrics()) as { name: string; values: { labels: object }[] }[];
     for (const metric of metrics) {
@@ -111,7 +114,7 @@ function workerLink(worker: Worker, index: number): ClusterLink & { close(): voi
     return metrics;
   }
 
-  const ask = (kind: Kind): Promise<unknown> =>
+  const ask = (kind: Kind, query?: StatsQuery): Promise<unknown> =>
     new Promise((resolve, reject) => {
       const id = next++;
       waiting.set(id, { resolve, reject });
@@ -121,7 +124,7 @@ function workerLink(worker: Worker, index: number): ClusterLink & { close(): voi
         reject(new FrondError('SHUTTING_DOWN', 'the primary process did not answer'));
       }, COLLECT_TIMEOUT_MS * 3);
       timer.unref();
-      worker.send({ type: 'frond.aggregate?', id, kind } satisfies AggregateAsk);
+      worker.send({ type: 'frond.aggregate?', id, kind, query } satisfies AggregateAsk);
     });
 
   return {
@@ -132,8 +135,8 @@ function workerLink(worker: Worker, index: number): ClusterLink & { close(): voi
     async metricsText() {
       return (await ask('metrics')) as string;
     },
-    async stats() {
-      return (await ask('stats')) as ClusterStatsSnapshot;
+    async stats(query?: StatsQuery) {
+      return (await ask('stats', query)) as ClusterStatsSnapshot;
     },
     close() {
       worker.off('message', onMessage);
@@ -162,7 +165,7 @@ function aggregateFor(
     const present = answers.filter((data) => data !== null && data !== undefined);
     const sum: Promise<unknown> =
       ask.kind === 'stats'
-        ? Promise.resolve(mergeStats(present as StatsSnapshot[]))
+        ? Promise.resolve(mergeStats(present as StatsSnapshot[], ask.query))
         : AggregatorRegistry.aggregate(present as object[]).metrics();
     sum.then(
       (data) => {
@@ -185,7 +188,7 @@ function aggregateFor(
   const timer = setTimeout(finish, COLLECT_TIMEOUT_MS);
   for (const worker of live) {
     worker.on('message', onMessage);
-    worker.send({ type: 'frond.collect', id, kind: ask.kind } satisfies Collect);
+    worker.send({ type: 'frond.collect', id, kind: ask.kind, query: ask.query } satisfies Collect);
   }
   if (live.length === 0) finish();
 }

@@ -4,7 +4,7 @@ import type { CoreObserver } from '../core/observer.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
 import type { RouteLabel } from './route-table.js';
-import type { StatsSampler } from './stats.js';
+import type { LabelledTag, OtherTags, StatsSampler } from './stats.js';
 import { FROND_VERSION } from './version.js';
 
 /** What the HTTP layer reports about each request; a no-op when metrics are off. */
@@ -13,6 +13,9 @@ export interface RequestObserver {
   request(route: RouteLabel, status: number, seconds: number): void;
   error(code: FrondErrorCode): void;
 }
+
+/** The `tag` label of the tags outside the busiest `--metrics-tags`, added up. */
+export const OTHER_TAGS = '(other)';
 
 export const NO_OBSERVER: RequestObserver = { request() {}, error() {} };
 
@@ -67,20 +70,21 @@ export class Metrics implements RequestObserver, CoreObserver {
       // The snowflake node counts these itself (backwardsEvents), so nothing on its path reports them.
       collect() {
         this.reset();
-        const snowflake = stats.snapshot().snowflake;
+        const snowflake = stats.snapshot({ tags: [] }).snowflake;
         if (snowflake) this.inc(snowflake.backwardsEvents);
       },
     });
     new Counter({
       name: 'frond_ids_issued_total',
-      help: 'IDs handed out: segment mode by tag, snowflake mode by worker ID (no tag label)',
+      help: 'IDs handed out: segment mode by tag (the busiest --metrics-tags tags, the rest as tag="(other)"), snowflake mode by worker ID (no tag label)',
       labelNames: ['mode', 'tag', 'worker_id'],
       registers,
       collect() {
         this.reset();
-        const snapshot = stats.snapshot();
-        for (const tag of snapshot.tags) this.inc({ mode: 'segment', tag: tag.tag }, tag.issued);
-        const snowflake = snapshot.snowflake;
+        const tags = stats.tagMetrics();
+        for (const tag of tags.labelled) this.inc({ mode: 'segment', tag: tag.tag }, tag.issued);
+        if (tags.other) this.inc({ mode: 'segment', tag: OTHER_TAGS }, tags.other.issued);
+        const snowflake = stats.snapshot({ tags: [] }).snowflake;
         if (snowflake)
           this.inc({ mode: 'snowflake', worker_id: String(snowflake.workerId) }, snowflake.issued);
       },
@@ -92,16 +96,28 @@ export class Metrics implements RequestObserver, CoreObserver {
       registers,
       collect() {
         this.reset();
-        for (const tag of stats.snapshot().tags) {
+        const tags = stats.tagMetrics();
+        const rows: { tag: string; loads: number; loadFailures: number }[] = tags.labelled;
+        for (const tag of tags.other ? [...rows, { ...tags.other, tag: OTHER_TAGS }] : rows) {
           this.inc({ tag: tag.tag, result: 'ok' }, tag.loads);
           this.inc({ tag: tag.tag, result: 'error' }, tag.loadFailures);
         }
       },
     });
+    new Gauge({
+      name: 'frond_segment_tags',
+      help: 'Tags the node holds (each has its own tag label in the frond_segment_* series only among the --metrics-tags busiest)',
+      registers,
+      // Every process of a --workers node holds the same tags.
+      aggregator: 'max',
+      collect() {
+        this.set(stats.tagMetrics().tagCount);
+      },
+    });
     const perTag = (
       name: string,
       help: string,
-      read: (tag: ReturnType<StatsSampler['snapshot']>['tags'][number]) => number | null,
+      read: (tag: LabelledTag | OtherTags) => number | null,
       // How `--workers` adds up the processes' values (cluster.ts): sum unless said otherwise.
       aggregator: 'sum' | 'min' | 'max' = 'sum',
     ) =>
@@ -113,17 +129,21 @@ export class Metrics implements RequestObserver, CoreObserver {
         aggregator,
         collect() {
           this.reset();
-          for (const tag of stats.snapshot().tags) {
+          const tags = stats.tagMetrics();
+          for (const tag of tags.labelled) {
             const value = read(tag);
             if (value !== null) this.set({ tag: tag.tag }, value);
           }
+          const other = tags.other && read(tags.other);
+          if (other !== undefined && other !== null) this.set({ tag: OTHER_TAGS }, other);
         },
       });
+    // For tag="(other)": the sum of left and rate, the shortest runway, the largest step, 1 only if every next segment is in.
     perTag('frond_segment_ids_left', 'IDs left in both buffers of the tag', (t) => t.left);
     perTag('frond_segment_rate', 'IDs per second handed out over the last 10 s', (t) => t.rate);
     perTag(
       'frond_segment_runway_seconds',
-      'Seconds the buffered IDs last at the current rate (absent when idle)',
+      'Seconds the buffered IDs last at the current rate (absent when idle; for (other) the shortest)',
       (t) => t.runwaySeconds,
       'min',
     );
@@ -148,7 +168,7 @@ export class Metrics implements RequestObserver, CoreObserver {
       registers,
       collect() {
         this.reset();
-        const snowflake = stats.snapshot().snowflake;
+        const snowflake = stats.snapshot({ tags: [] }).snowflake;
         if (snowflake) this.set(snowflake.workerId);
       },
     });

@@ -11,7 +11,7 @@ import type { Metrics } from './metrics.js';
 import type { OpaqueTags } from './opaque-tags.js';
 import { sendHtml, sendJson } from './responses.js';
 import type { RouteHandler } from './router.js';
-import type { StatsSampler } from './stats.js';
+import { MAX_STATS_TAGS, type StatsQuery, type StatsSampler } from './stats.js';
 
 export interface Readiness {
   ready: boolean;
@@ -24,7 +24,7 @@ export interface OpsDeps {
   metrics: Metrics | undefined;
   readiness: () => Readiness;
   /** In a `--workers` process: the whole node's metrics and stats (`cluster.ts`), not this process's. */
-  cluster?: { metricsText(): Promise<string>; stats(): Promise<unknown> } | undefined;
+  cluster?: { metricsText(): Promise<string>; stats(query?: StatsQuery): Promise<unknown> } | undefined;
 }
 
 /**
@@ -70,12 +70,13 @@ export function createOpsHandlers(
     },
 
     // With `readiness`, what `/readyz` answers, so the dashboard shows it from the one poll.
-    stats(_req, res) {
+    stats(_req, res, _param, query) {
+      const asked = statsQuery(query);
       const cluster = deps.cluster;
       if (cluster === undefined)
-        return sendJson(res, 200, { ...deps.stats.snapshot(), readiness: deps.readiness() });
+        return sendJson(res, 200, { ...deps.stats.snapshot(asked), readiness: deps.readiness() });
       cluster
-        .stats()
+        .stats(asked)
         .then((body) => sendJson(res, 200, { ...(body as object), readiness: deps.readiness() }), fail(res));
     },
 
@@ -144,4 +145,26 @@ export function createOpsHandlers(
         .catch(fail(res));
     },
   };
+}
+
+/** At most this many `tag=` in one `/v1/stats` query. */
+const MAX_STATS_NAMED = 100;
+
+/** `/v1/stats?limit=N` (the N busiest, 1 to MAX_STATS_TAGS) or `?tag=a&tag=b` (those tags, up to 100). */
+export function statsQuery(query: string): StatsQuery {
+  if (query === '') return {};
+  const params = new URLSearchParams(query);
+  const named = params.getAll('tag');
+  const limit = params.get('limit');
+  if (named.length > 0 && limit !== null)
+    throw new FrondError('INVALID_ARGUMENT', 'ask /v1/stats for tag=… or for limit=…, not both');
+  if (named.length > 0) {
+    if (named.length > MAX_STATS_NAMED)
+      throw new FrondError('INVALID_ARGUMENT', `at most ${MAX_STATS_NAMED} tag= in one /v1/stats query`);
+    return { tags: named };
+  }
+  if (limit === null) return {};
+  if (!/^[0-9]{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_STATS_TAGS)
+    throw new FrondError('INVALID_ARGUMENT', `limit must be a whole number from 1 to ${MAX_STATS_TAGS}`);
+  return { limit: Number(limit) };
 }

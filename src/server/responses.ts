@@ -26,8 +26,16 @@ export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer)
   res.end(json);
 }
 
-export function sendHtml(res: ServerResponse, html: string, headers: Record<string, string> = {}): void {
-  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers });
+export function sendHtml(
+  res: ServerResponse,
+  html: string | Buffer,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': typeof html === 'string' ? Buffer.byteLength(html) : html.length,
+    ...headers,
+  });
   res.end(html);
 }
 

@@ -107,7 +107,13 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       access: 'open',
       methods: { GET: ops.dashboard, HEAD: ops.dashboard },
     },
-    { path: '/v1/stats', label: 'stats', access: 'open', methods: { GET: ops.stats, HEAD: ops.stats } },
+    {
+      path: '/v1/stats',
+      label: 'stats',
+      access: 'open',
+      methods: { GET: ops.stats, HEAD: ops.stats },
+      query: ['limit', 'tag'],
+    },
     {
       path: '/readyz',
       label: 'readyz',

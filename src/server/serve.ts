@@ -25,7 +25,7 @@ import { OpaqueSecret } from './opaque-keys.js';
 import { OpaqueTags } from './opaque-tags.js';
 import type { Readiness } from './ops-handlers.js';
 import { RateLimiter } from './rate-limit.js';
-import { StatsSampler } from './stats.js';
+import { DEFAULT_METRICS_TAGS, StatsSampler } from './stats.js';
 
 /**
  * What `startServer` needs, each field named as its setting in the CLI's option table and in the
@@ -52,6 +52,8 @@ export interface ServeConfig {
   segmentWaitMs: number;
   /** ms between two reads of the tag list. */
   tagRefreshMs: number;
+  /** How many of the busiest tags get their own `tag` label in `/metrics` (the rest: `tag="(other)"`); default 100. */
+  metricsTags?: number;
   maxStep: number;
   /** IDs a fence adds to every tag after a failover or a restore (docs/databases.md). */
   fenceSkip: number;
@@ -91,11 +93,14 @@ export async function startServer(
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
   const tls = config.tls && readTls(config.tls);
-  const stats = new StatsSampler(clock);
+  // The sampler's pass over every tag yields between slices (setImmediate), so ID requests are answered in between.
+  const stats = new StatsSampler(clock, { metricsTags: config.metricsTags ?? DEFAULT_METRICS_TAGS }, (next) =>
+    setImmediate(next),
+  );
   const metrics = new Metrics(stats);
   config.cluster?.provide({
     metrics: () => metrics.registry.getMetricsAsJSON(),
-    stats: () => stats.snapshot(),
+    stats: (query) => stats.snapshot(query),
   });
   const cleanups: (() => unknown)[] = [lockDataDir(config.dataDir)];
   const cleanup = async () => {
@@ -272,7 +277,7 @@ export function readiness(
   }
   if (segment) {
     const reachable = segment.storeReachable;
-    const buffered = stats.snapshot().tags.some((tag) => tag.left > 0);
+    const buffered = stats.anyBuffered();
     checks.segment = {
       ok: reachable || buffered,
       detail: reachable

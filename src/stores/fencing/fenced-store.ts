@@ -150,6 +150,12 @@ export class FencedStore implements OpenedStore {
   listRows(): Promise<TagRow[]> {
     return this.inner.listRows();
   }
+  listRowsAfter(after: string | undefined, limit: number): Promise<TagRow[]> {
+    // A store without pages (a network one) is read whole; the caller takes it as one page.
+    if (this.inner.listRowsAfter === undefined)
+      return after === undefined ? this.inner.listRows() : Promise.resolve([]);
+    return this.inner.listRowsAfter(after, limit);
+  }
   addTag(tag: NewTag): Promise<void> {
     return this.inner.addTag(tag);
   }

@@ -13,6 +13,7 @@ export interface SqliteCalls {
   listTags(): string[];
   getTag(tag: string): TagRow | undefined;
   listRows(): TagRow[];
+  listRowsAfter(after: string | undefined, limit: number): TagRow[];
   addTag(tag: NewTag): void;
   setStep(tag: string, step: number): void;
   tagOptions(tag: string): { opaque: OpaqueSetting | null } | undefined;

@@ -81,6 +81,10 @@ export class SqliteSegmentStore implements TagStore {
     return this.call('listRows', []);
   }
 
+  listRowsAfter(after: string | undefined, limit: number): Promise<TagRow[]> {
+    return this.call('listRowsAfter', [after, limit]);
+  }
+
   addTag(tag: NewTag): Promise<void> {
     return this.call('addTag', [tag]);
   }
