@@ -112,32 +112,28 @@ interface Track {
   label: { issued: number; loads: number; loadFailures: number } | undefined;
 }
 
-/** The tags without a label of their own, added up for `tag="(other)"`. */
-export interface OtherTags {
-  tags: number;
+/** The series `/metrics` has per tag label. */
+interface TagSeries {
   issued: number;
   loads: number;
   loadFailures: number;
   left: number;
   rate: number;
-  /** The smallest runway among them (the one that runs out first); null when none is being taken. */
+  /** The smallest runway (the tag that runs out first); null when none is being taken. */
   runwaySeconds: number | null;
   step: number;
-  /** 1 only when every one of them has its next segment. */
+  /** For `(other)`, 1 only when every one of its tags has its next segment. */
   nextReady: boolean;
 }
 
+/** The tags without a label of their own, added up for `tag="(other)"`. */
+export interface OtherTags extends TagSeries {
+  tags: number;
+}
+
 /** One labelled tag as `/metrics` reads it: counters from when it got its label. */
-export interface LabelledTag {
+export interface LabelledTag extends TagSeries {
   tag: string;
-  issued: number;
-  loads: number;
-  loadFailures: number;
-  left: number;
-  rate: number;
-  runwaySeconds: number | null;
-  step: number;
-  nextReady: boolean;
 }
 
 /** What `/metrics` shows of the tags: the labelled ones, the rest added up, how many there are. */
