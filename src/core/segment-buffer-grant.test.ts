@@ -1,30 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ManualClock, settle } from '../../test/support/manual-clock.js';
-import { MemoryStore } from '../../test/support/memory-store.js';
+import { settle } from '../../test/support/manual-clock.js';
+import { bufferSetup as setup } from '../../test/support/segment-buffer-setup.js';
 import { isFrondError } from './errors.js';
-import { silentLogger } from './logger.js';
-import {
-  DEFAULT_SEGMENT_BUFFER_OPTIONS,
-  type IdRun,
-  SegmentBuffer,
-  type SegmentBufferOptions,
-} from './segment-buffer.js';
+import type { IdRun } from './segment-buffer.js';
 import { MAX_SEGMENT_ID } from './segment-store.js';
-
-function setup(step = 100, start = 1000n, options: Partial<SegmentBufferOptions> = {}, manual = false) {
-  const store = new MemoryStore(manual);
-  store.rows.set('orders', { maxId: start, step });
-  const clock = new ManualClock();
-  const buffer = new SegmentBuffer(
-    'orders',
-    store,
-    clock,
-    { ...DEFAULT_SEGMENT_BUFFER_OPTIONS, ...options },
-    silentLogger,
-  );
-  return { store, clock, buffer };
-}
 
 const size = (runs: readonly IdRun[]) => runs.reduce((sum, run) => sum + Number(run.end - run.start), 0);
 

@@ -168,18 +168,12 @@ export class FencedStore implements OpenedStore {
   listOpaque(): Promise<Map<string, OpaqueSetting>> {
     return this.inner.listOpaque();
   }
-  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    // This node served the name (its row was dropped since): on SQLite, which keeps no
-    // frond_high_water, this is the record there is.
-    if (this.highWater.state.tags.has(tag.tag)) return this.refuseUsedName(tag.tag);
+  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
+    // This node served the name and its row is gone (a row that is there is TAG_EXISTS below): on
+    // SQLite, which keeps no frond_high_water, this is the record there is.
+    if (this.highWater.state.tags.has(tag.tag) && (await this.inner.getTag(tag.tag)) === undefined)
+      throw opaqueNameUsed(tag.tag);
     return this.inner.addOpaqueTag(tag, opaque);
-  }
-
-  /** TAG_EXISTS while the row is there, as for any name; the name's refusal once it is gone. */
-  private async refuseUsedName(tag: string): Promise<never> {
-    if ((await this.inner.getTag(tag)) !== undefined)
-      throw new FrondError('TAG_EXISTS', `tag ${tag} already exists`);
-    throw opaqueNameUsed(tag);
   }
   close(): Promise<void> {
     return this.inner.close();

@@ -358,21 +358,15 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       await this.guard(async () => {
         await this.ensureTable();
         await this.transaction(async (sql) => {
-          // A name frond_high_water knows served plain IDs (opaqueNameUsed). No lock: without its
-          // leaf_alloc row, which this transaction inserts, no advance can record the name meanwhile.
-          const [used] = await sql(`SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}`, [
-            tag.tag,
-            tag.tag,
-          ]);
-          if ((used as unknown[]).length > 0) {
-            const [rows] = await sql(`SELECT 1 AS found FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
-              tag.tag,
-              tag.tag,
-            ]);
-            if ((rows as unknown[]).length > 0)
-              throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-            throw opaqueNameUsed(tag.tag);
-          }
+          // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs
+          // (opaqueNameUsed); a row that is there fails the insert below (TAG_EXISTS). No lock:
+          // without its leaf_alloc row no advance can record the name meanwhile.
+          const [used] = await sql(
+            `SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}
+              AND NOT EXISTS (SELECT 1 FROM leaf_alloc WHERE ${exactTag('biz_tag')})`,
+            [tag.tag, tag.tag, tag.tag, tag.tag],
+          );
+          if ((used as unknown[]).length > 0) throw opaqueNameUsed(tag.tag);
           await sql('INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)', [
             tag.tag,
             opaque.domain,

@@ -319,10 +319,12 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
   async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
     let result: { rowCount: number | null };
     try {
-      // Nothing is inserted for a name frond_high_water knows: it served plain IDs (opaqueNameUsed).
+      // Nothing is inserted for a name frond_high_water knows and leaf_alloc no longer holds: it
+      // served plain IDs (opaqueNameUsed). A row that is there fails the insert: TAG_EXISTS.
       result = await this.query({
         text: `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check)
-    SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar) RETURNING biz_tag)
+    SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar)
+       OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) RETURNING biz_tag)
   INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`,
         values: [
           tag.tag,
@@ -339,11 +341,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       }
       throw error;
     }
-    if (result.rowCount === 0) {
-      if ((await this.getTag(tag.tag)) !== undefined)
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      throw opaqueNameUsed(tag.tag);
-    }
+    if (result.rowCount === 0) throw opaqueNameUsed(tag.tag);
   }
 
   async setStep(tag: string, step: number): Promise<void> {
