@@ -99,11 +99,10 @@ describeWorkerIdSource(
       async holdAllBut(t, keep) {
         const client = await otherNodes(t);
         const { claims } = zookeeperPaths(nameOf(t));
+        await client.mkdirp(claims);
         await Promise.all(
           Array.from({ length: 1024 }, (_, id) =>
-            id === keep
-              ? undefined
-              : client.create(`${claims}/${id}`, null, CreateMode.EPHEMERAL).catch(() => {}),
+            id === keep ? undefined : client.create(`${claims}/${id}`, null, CreateMode.EPHEMERAL),
           ),
         );
       },
