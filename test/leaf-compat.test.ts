@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { systemClock } from '../src/core/clock.js';
-import type { Logger } from '../src/core/logger.js';
+import { type Logger, silentLogger } from '../src/core/logger.js';
 import { type RunningServer, startServer } from '../src/server/serve.js';
 import { POSTGRES_DDL } from '../src/stores/postgres/postgres-segment-store.js';
 import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-database.js';
@@ -431,3 +431,17 @@ for (const make of [sqliteBackend, () => serverBackend('postgres'), () => server
     });
   });
 }
+
+describe("Leaf's error body and the node's clock", () => {
+  it("stamps Spring Boot's `timestamp` with the clock the node runs on, not the system's", async (t) => {
+    // A clock a day ahead of the system's: the body must follow it, as the node's IDs do.
+    const DAY_MS = 86_400_000;
+    const ahead = { ...systemClock, now: () => Date.now() + DAY_MS };
+    const server = await startServer(testServeConfig(tempDir()), silentLogger, ahead);
+    t.after(() => server.close());
+    const reply = await get(`${server.url}/api/segment/get/${randomTag()}`);
+    assert.equal(reply.status, 500, reply.body);
+    const { timestamp } = JSON.parse(reply.body) as { timestamp: number };
+    assert.ok(Math.abs(timestamp - (Date.now() + DAY_MS)) < 60_000, `timestamp ${timestamp}`);
+  });
+});

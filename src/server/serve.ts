@@ -183,6 +183,8 @@ export async function startServer(
       opaque,
       epoch: config.epoch,
       logger,
+      // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
+      now: () => clock.now(),
       access: { tokens: config.tokens, adminToken: config.adminToken },
       rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
       observer: metrics,
