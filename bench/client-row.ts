@@ -120,6 +120,8 @@ async function main(): Promise<void> {
   const plan = JSON.parse(planText) as RowPlan;
   const baseline = await measure({ chunk: idType === 'number' ? rawNumber : rawBigInt, yields: true }, plan);
   const awaitFloor = await measure({ chunk: rawAwaitBigInt, yields: false }, { ...plan, rounds: 1 });
+  // Read once, so the raw loops' stores cannot be dropped as dead code.
+  if (sink === undefined) throw new Error('the raw loops produced no value');
   const made = await client(url, idType);
   const chunk =
     kind === 'try'
