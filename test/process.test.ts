@@ -165,17 +165,32 @@ describe('frond serve as a real process', () => {
 
   it('stops gracefully, exit code 0, on a SIGTERM that comes while the start still waits for the clock', async () => {
     const dataDir = tempDir();
+    // 8 s ahead, with a start-up wait to match: a start slowed by a loaded machine still finds the
+    // clock behind (with 2.5 s, a start that took longer never waited, never got the SIGTERM, and
+    // the test hung to the file's timeout). The node stops once the wait ends (README, Logs).
     writeFileSync(
       join(dataDir, 'snowflake-worker.json'),
-      JSON.stringify({ workerId: 4, lastTimestamp: Date.now() + 2500 }),
+      JSON.stringify({ workerId: 4, lastTimestamp: Date.now() + 8_000 }),
     );
     const child = spawn(
       process.execPath,
-      [FROND_BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--no-segment'],
+      [
+        FROND_BIN,
+        'serve',
+        '--port',
+        '0',
+        '--data-dir',
+        dataDir,
+        '--no-segment',
+        '--clock-startup-wait-ms',
+        '60000',
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
+    // Bounded: a node that has not exited within 40 s is killed, and the test fails.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 40_000);
     let output = '';
     let sent = false;
     child.stdout.on('data', (chunk) => {
@@ -188,6 +203,8 @@ describe('frond serve as a real process', () => {
       }
     });
     const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    clearTimeout(guard);
+    assert.ok(sent, `the start never waited for the clock: ${output}`);
     assert.deepEqual([code, signal], [0, null], output);
     assert.match(output, /"event":"shutdown"/);
   });
