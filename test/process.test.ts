@@ -183,7 +183,7 @@ describe('frond serve as a real process', () => {
         dataDir,
         '--no-segment',
         '--clock-startup-wait-ms',
-        '60000',
+        '20000',
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
