@@ -1,20 +1,41 @@
 import { after } from 'node:test';
 import { FencedStore } from '../src/stores/fencing/fenced-store.js';
 import { openStore } from '../src/stores/store-registry.js';
-import { describeSegmentStore } from './segment-store.suite.js';
+import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('mysql');
 after(() => database.drop());
 
-describeSegmentStore('MariaDB', async (t) => {
-  const db = await database.open(t);
-  return db && openStore(db.url);
-});
+const raw: RawTable = {
+  async deleteRow(t, tag) {
+    await (await database.open(t))?.sql('DELETE FROM leaf_alloc WHERE biz_tag = ?', [tag]);
+  },
+  async insertRow(t, tag, maxId, step) {
+    await (await database.open(t))?.sql('INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES (?, ?, ?)', [
+      tag,
+      maxId.toString(),
+      step,
+    ]);
+  },
+};
+
+describeSegmentStore(
+  'MariaDB',
+  async (t) => {
+    const db = await database.open(t);
+    return db && openStore(db.url);
+  },
+  raw,
+);
 
 // What a node serves from: the same contract through the fence (frond_fence, frond_high_water).
-describeSegmentStore('MariaDB, fenced', async (t) => {
-  const db = await database.open(t);
-  return db && new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
-});
+describeSegmentStore(
+  'MariaDB, fenced',
+  async (t) => {
+    const db = await database.open(t);
+    return db && new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
+  },
+  raw,
+);

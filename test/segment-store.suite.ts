@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
 import type { TagStore } from '../src/core/tag-admin.js';
+import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { randomTag } from './support/random-tag.js';
+
+/** Rows changed behind frond's back, as `DELETE FROM leaf_alloc` / `INSERT INTO leaf_alloc` by hand. */
+export interface RawTable {
+  deleteRow(t: TestContext, tag: string): Promise<void>;
+  insertRow(t: TestContext, tag: string, maxId: bigint, step: number): Promise<void>;
+}
 
 /**
  * The contract every store backend (a TagStore) passes. `open` gives a store on a shared database (or
@@ -12,6 +19,8 @@ import { randomTag } from './support/random-tag.js';
 export function describeSegmentStore(
   name: string,
   open: (t: TestContext) => Promise<TagStore | undefined>,
+  /** What an operator does by hand in SQL, beside frond: for the cases that a store must survive. */
+  raw?: RawTable,
 ): void {
   describe(`store contract: ${name}`, () => {
     async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
@@ -35,19 +44,29 @@ export function describeSegmentStore(
         const tag = randomTag();
         await store.addTag({ tag, step: 2000, start: 1000n, description: 'orders' });
         const first = await store.advance(tag);
-        assert.deepEqual(first, { maxId: 3000n, step: 2000, tableStep: 2000 });
+        assert.deepEqual(first, { maxId: 3000n, step: 2000, tableStep: 2000, kind: PLAIN_KIND });
         // The range of that allocation is [maxId - step, maxId) = [1000, 3000).
         const second = await store.advance(tag);
-        assert.deepEqual(second, { maxId: 5000n, step: 2000, tableStep: 2000 });
+        assert.deepEqual(second, { maxId: 5000n, step: 2000, tableStep: 2000, kind: PLAIN_KIND });
       }));
 
     it("advances by a given step without changing the table's step", (t) =>
       withStore(t, async (store) => {
         const tag = randomTag();
         await store.addTag({ tag, step: 100, start: 1n });
-        assert.deepEqual(await store.advance(tag, 350), { maxId: 351n, step: 350, tableStep: 100 });
+        assert.deepEqual(await store.advance(tag, 350), {
+          maxId: 351n,
+          step: 350,
+          tableStep: 100,
+          kind: PLAIN_KIND,
+        });
         assert.equal((await store.getTag(tag))?.step, 100);
-        assert.deepEqual(await store.advance(tag), { maxId: 451n, step: 100, tableStep: 100 });
+        assert.deepEqual(await store.advance(tag), {
+          maxId: 451n,
+          step: 100,
+          tableStep: 100,
+          kind: PLAIN_KIND,
+        });
       }));
 
     it('rejects a second row for the same tag with TAG_EXISTS', (t) =>
@@ -90,7 +109,12 @@ export function describeSegmentStore(
         const tag = randomTag();
         await store.addTag({ tag, step: 10, start: 1n });
         await store.setStep(tag, 500);
-        assert.deepEqual(await store.advance(tag), { maxId: 501n, step: 500, tableStep: 500 });
+        assert.deepEqual(await store.advance(tag), {
+          maxId: 501n,
+          step: 500,
+          tableStep: 500,
+          kind: PLAIN_KIND,
+        });
         await assert.rejects(store.setStep(randomTag(), 5), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
       }));
 
@@ -120,7 +144,12 @@ export function describeSegmentStore(
         const tag = randomTag();
         const start = 2n ** 62n + 1n;
         await store.addTag({ tag, step: 3, start });
-        assert.deepEqual(await store.advance(tag), { maxId: start + 3n, step: 3, tableStep: 3 });
+        assert.deepEqual(await store.advance(tag), {
+          maxId: start + 3n,
+          step: 3,
+          tableStep: 3,
+          kind: PLAIN_KIND,
+        });
       }));
 
     it('serves max_id up to 2^63 - 1, then refuses ID_RANGE_EXHAUSTED without changing the row', (t) =>
@@ -128,8 +157,18 @@ export function describeSegmentStore(
         const top = 2n ** 63n - 1n;
         const tag = randomTag();
         await store.addTag({ tag, step: 10, start: top - 25n });
-        assert.deepEqual(await store.advance(tag), { maxId: top - 15n, step: 10, tableStep: 10 });
-        assert.deepEqual(await store.advance(tag, 15), { maxId: top, step: 15, tableStep: 10 });
+        assert.deepEqual(await store.advance(tag), {
+          maxId: top - 15n,
+          step: 10,
+          tableStep: 10,
+          kind: PLAIN_KIND,
+        });
+        assert.deepEqual(await store.advance(tag, 15), {
+          maxId: top,
+          step: 15,
+          tableStep: 10,
+          kind: PLAIN_KIND,
+        });
         for (const step of [undefined, 1, 10]) {
           await assert.rejects(store.advance(tag, step), (error) =>
             isFrondError(error, 'ID_RANGE_EXHAUSTED'),
@@ -140,7 +179,12 @@ export function describeSegmentStore(
         const near = randomTag();
         await store.addTag({ tag: near, step: 10, start: top - 15n });
         await assert.rejects(store.advance(near, 20), (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'));
-        assert.deepEqual(await store.advance(near), { maxId: top - 5n, step: 10, tableStep: 10 });
+        assert.deepEqual(await store.advance(near), {
+          maxId: top - 5n,
+          step: 10,
+          tableStep: 10,
+          kind: PLAIN_KIND,
+        });
         assert.equal(await store.advance(randomTag(), 5), undefined);
       }));
 
@@ -148,8 +192,18 @@ export function describeSegmentStore(
       withStore(t, async (store) => {
         const tag = randomTag();
         await store.addTag({ tag, step: 5, start: -(2n ** 63n) });
-        assert.deepEqual(await store.advance(tag), { maxId: -(2n ** 63n) + 5n, step: 5, tableStep: 5 });
-        assert.deepEqual(await store.advance(tag, 7), { maxId: -(2n ** 63n) + 12n, step: 7, tableStep: 5 });
+        assert.deepEqual(await store.advance(tag), {
+          maxId: -(2n ** 63n) + 5n,
+          step: 5,
+          tableStep: 5,
+          kind: PLAIN_KIND,
+        });
+        assert.deepEqual(await store.advance(tag, 7), {
+          maxId: -(2n ** 63n) + 12n,
+          step: 7,
+          tableStep: 5,
+          kind: PLAIN_KIND,
+        });
       }));
 
     it('adds by an exact 64-bit step above 2^53, never a rounded one', (t) =>
@@ -157,8 +211,75 @@ export function describeSegmentStore(
         const tag = randomTag();
         const start = 2n ** 53n + 1n;
         await store.addTag({ tag, step: 3, start });
-        assert.deepEqual(await store.advance(tag, 2001), { maxId: start + 2001n, step: 2001, tableStep: 3 });
+        assert.deepEqual(await store.advance(tag, 2001), {
+          maxId: start + 2001n,
+          step: 2001,
+          tableStep: 3,
+          kind: PLAIN_KIND,
+        });
       }));
+
+    it("returns the tag's kind with every grant, read in the same transaction", (t) =>
+      withStore(t, async (store) => {
+        const opaque = randomTag();
+        const plain = randomTag();
+        const setting = { domain: 'bits:20', keyCheck: 'fedcba9876543210' };
+        await store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, setting);
+        await store.addTag({ tag: plain, step: 10, start: 1n });
+        assert.deepEqual((await store.advance(opaque))?.kind, { opaque: setting });
+        assert.deepEqual((await store.advance(opaque, 3))?.kind, { opaque: setting });
+        assert.deepEqual((await store.advance(plain))?.kind, PLAIN_KIND);
+      }));
+
+    if (raw !== undefined) {
+      it('refuses an opaque tag under a name that served IDs and whose row was deleted by hand', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 100, start: 1n });
+          assert.ok(await store.advance(tag));
+          await raw.deleteRow(t, tag);
+          await assert.rejects(
+            store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
+            (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
+          );
+          assert.equal(await store.getTag(tag), undefined, 'nothing was created');
+          assert.deepEqual(await store.listOpaque().then((all) => all.has(tag)), false);
+        }));
+
+      it('refuses a plain tag under a name whose opaque setting outlived its row', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          const setting = { domain: 'bits:20', keyCheck: 'k' };
+          await store.addOpaqueTag({ tag, step: 100, start: 1n }, setting);
+          assert.ok(await store.advance(tag));
+          await raw.deleteRow(t, tag);
+          await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), (error) =>
+            isFrondError(error, 'OPAQUE_TAG_FIXED'),
+          );
+          assert.equal(await store.getTag(tag), undefined, 'nothing was created');
+          // A row put back by hand is opaque again: the grant says so, and starts above the old ones.
+          await raw.insertRow(t, tag, 1n, 100);
+          const grant = await store.advance(tag);
+          assert.deepEqual(grant?.kind, { opaque: setting });
+          assert.ok(grant !== undefined && grant.maxId - BigInt(grant.step) >= 101n, `${grant?.maxId}`);
+        }));
+
+      it('a row deleted and put back lower by hand goes on above the highest grant', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 100, start: 1n });
+          assert.equal((await store.advance(tag))?.maxId, 101n);
+          assert.equal((await store.advance(tag))?.maxId, 201n);
+          await raw.deleteRow(t, tag);
+          await raw.insertRow(t, tag, 1n, 100);
+          const grant = await store.advance(tag);
+          assert.ok(grant !== undefined);
+          assert.ok(
+            grant.maxId - BigInt(grant.step) >= 201n,
+            `granted [${grant.maxId - BigInt(grant.step)}, ${grant.maxId})`,
+          );
+        }));
+    }
 
     it('never hands two concurrent allocations overlapping ranges, from one or two connections', (t) =>
       withStore(t, async (store) => {

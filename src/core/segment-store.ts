@@ -1,4 +1,5 @@
 import { FrondError } from './errors.js';
+import type { TagKind } from './tag-kind.js';
 
 /** The largest Java long, 2^63 - 1: max_id never passes it (Leaf's max_id is a `long`, the column a BIGINT). */
 export const MAX_SEGMENT_ID = 2n ** 63n - 1n;
@@ -10,6 +11,11 @@ export interface Allocation {
   step: number;
   /** The table's step, read back in the same transaction. */
   tableStep: number;
+  /**
+   * The tag's kind (plain, opaque and its setting), read in the same transaction: the segment is
+   * served under this kind and no other (tag-kind.ts).
+   */
+  kind: TagKind;
 }
 
 /**

@@ -1,5 +1,8 @@
 import { FrondError } from './errors.js';
 import type { SegmentStore } from './segment-store.js';
+import type { OpaqueSetting } from './tag-kind.js';
+
+export type { OpaqueSetting } from './tag-kind.js';
 
 /** One row of Leaf's `leaf_alloc` table. */
 export interface TagRow {
@@ -41,15 +44,6 @@ export interface TagAdmin {
   addTag(tag: NewTag): Promise<void>;
   /** Changes the table's step; rejects with TAG_NOT_FOUND if the tag has no row. */
   setStep(tag: string, step: number): Promise<void>;
-}
-
-/**
- * An opaque tag's setting, in frond's own table `frond_tag_options` beside `leaf_alloc`: the domain
- * (`bits:63`, `digits:11`) and the key check of the secret that created it (`OpaqueSecret.keyCheck`).
- */
-export interface OpaqueSetting {
-  domain: string;
-  keyCheck: string;
 }
 
 /**

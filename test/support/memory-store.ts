@@ -1,6 +1,7 @@
 import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../src/core/tag-admin.js';
+import { PLAIN_KIND } from '../../src/core/tag-kind.js';
 
 interface Pending {
   resolve: () => void;
@@ -61,7 +62,13 @@ export class MemoryStore implements TagStore {
     if (row.maxId > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.maxId, used);
     row.maxId += BigInt(used);
     row.updateTime = new Date();
-    return { maxId: row.maxId, step: used, tableStep: row.step };
+    const setting = this.opaque.get(tag);
+    return {
+      maxId: row.maxId,
+      step: used,
+      tableStep: row.step,
+      kind: setting ? { opaque: { ...setting } } : PLAIN_KIND,
+    };
   }
 
   async listTags(): Promise<string[]> {

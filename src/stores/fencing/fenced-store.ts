@@ -233,7 +233,7 @@ export class FencedStore implements OpenedStore {
     }
     await this.record(tag, jumped.maxId, epoch, identity);
     // Only the top `step` IDs are served; what lies below is a gap.
-    return { maxId: jumped.maxId, step, tableStep: jumped.tableStep };
+    return { maxId: jumped.maxId, step, tableStep: jumped.tableStep, kind: jumped.kind };
   }
 
   private async record(tag: string, maxId: bigint, epoch: number, identity: string): Promise<void> {

@@ -9,6 +9,7 @@ import {
   type TagRow,
   type TagStore,
 } from '../../core/tag-admin.js';
+import { PLAIN_KIND } from '../../core/tag-kind.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
@@ -188,7 +189,12 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       if (BigInt(row.max_id) > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.max_id, used);
       return undefined;
     }
-    return { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep };
+    return {
+      maxId: BigInt(row.max_id),
+      step: step ?? tableStep,
+      tableStep,
+      kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+    };
   }
 
   async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
@@ -223,7 +229,12 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
     }
     return {
       kind: 'granted',
-      allocation: { maxId: BigInt(row.max_id), step: step ?? tableStep, tableStep },
+      allocation: {
+        maxId: BigInt(row.max_id),
+        step: step ?? tableStep,
+        tableStep,
+        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+      },
       epoch,
       identity: row.identity,
     };

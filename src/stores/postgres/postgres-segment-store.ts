@@ -9,6 +9,7 @@ import {
   type TagRow,
   type TagStore,
 } from '../../core/tag-admin.js';
+import { PLAIN_KIND } from '../../core/tag-kind.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
@@ -160,7 +161,13 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
         : { ...ADVANCE_BY, values: [step, tag] },
     );
     const row = result.rows[0];
-    if (row !== undefined) return { maxId: BigInt(row.max_id), step: step ?? row.step, tableStep: row.step };
+    if (row !== undefined)
+      return {
+        maxId: BigInt(row.max_id),
+        step: step ?? row.step,
+        tableStep: row.step,
+        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+      };
     // Nothing changed: no row, or one whose next range would pass 2^63 - 1.
     const found = await this.query<{ max_id: string; step: number }>({
       text: 'SELECT max_id, step FROM leaf_alloc WHERE biz_tag = $1',
@@ -203,7 +210,12 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     }
     return {
       kind: 'granted',
-      allocation: { maxId: BigInt(row.max_id), step: step ?? row.step, tableStep: row.step },
+      allocation: {
+        maxId: BigInt(row.max_id),
+        step: step ?? row.step,
+        tableStep: row.step,
+        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+      },
       epoch,
       identity: row.identity,
     };

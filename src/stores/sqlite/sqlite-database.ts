@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
+import { PLAIN_KIND } from '../../core/tag-kind.js';
 import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
@@ -106,7 +107,12 @@ export class SqliteDatabase implements SqliteCalls {
       }
       const tableStep = Number(row.step);
       if (changed === 0) throw rangeExhausted(tag, row.max_id, step ?? tableStep);
-      return { maxId: row.max_id, step: step ?? tableStep, tableStep };
+      return {
+        maxId: row.max_id,
+        step: step ?? tableStep,
+        tableStep,
+        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+      };
     });
     return run.immediate();
   }
