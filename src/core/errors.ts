@@ -69,6 +69,12 @@ export const ERROR_CODES = {
   OPAQUE_TAG_FIXED: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   /** /v1/ranges grants consecutive IDs, which an opaque tag does not have; /v1/segment answers lists. */
   OPAQUE_NO_RANGES: { status: 409, retryable: false, permanent: false, exitCode: 1 },
+  /**
+   * A tag's row was deleted and created again with another kind (plain, opaque) while this node
+   * held it: the segment granted under the new kind is not served under the old one. Retried by
+   * the node itself; a client sees it only if the tag changes again in between.
+   */
+  TAG_KIND_CHANGED: { status: 503, retryable: true, permanent: true, exitCode: 1 },
   INVALID_CONFIG: { status: 500, retryable: false, permanent: true, exitCode: 2 },
   INTERNAL: { status: 500, retryable: false, permanent: false, exitCode: 1 },
 } as const satisfies Record<string, ErrorCodeSpec>;

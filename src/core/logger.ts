@@ -30,6 +30,7 @@ export type LogEvent =
   | 'segment.loaded'
   | 'segment.load_failed'
   | 'segment.step_changed'
+  | 'segment.kind_changed'
   | 'segment.refresh_failed'
   | 'segment.tag_dropped'
   | 'segment.tag_unservable'

@@ -80,27 +80,40 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     this.scheduleRefresh();
   }
 
-  /** The next ID of `tag` if one is buffered, without waiting; `undefined` otherwise. */
-  tryNext(tag: string): SegmentId | undefined {
-    return this.buffers.get(tag)?.tryNext();
-  }
-
-  next(tag: string): Promise<SegmentId> {
+  /**
+   * The next ID of `tag` if one is buffered and the tag's segments are of kind `key` (`kindKey`:
+   * `''` is plain), without waiting; `undefined` otherwise. The kind check is one string
+   * comparison: a buffer never holds segments of two kinds (SegmentBuffer.kind).
+   */
+  tryNext(tag: string, key = ''): SegmentId | undefined {
     const buffer = this.buffers.get(tag);
-    if (buffer !== undefined) {
-      const id = buffer.tryNext();
-      if (id !== undefined) return Promise.resolve(id);
-    }
-    return this.settle(tag, (b) => b.next());
+    return buffer !== undefined && buffer.kindKey === key ? buffer.tryNext() : undefined;
   }
 
-  nextMany(tag: string, count: number): Promise<SegmentId[]> {
-    return this.settle(tag, (b) => b.nextMany(count));
+  /** The next ID of `tag`, of kind `key`; a tag of another kind rejects with KindChangedError. */
+  next(tag: string, key = ''): Promise<SegmentId> {
+    const id = this.tryNext(tag, key);
+    if (id !== undefined) return Promise.resolve(id);
+    return this.settle(tag, (b) => b.next(key));
   }
 
-  /** `count` IDs of `tag` as runs of consecutive IDs (`SegmentBuffer.grant`). */
-  grant(tag: string, count: number): Promise<IdRun[]> {
-    return this.settle(tag, (b) => b.grant(count));
+  nextMany(tag: string, count: number, key = ''): Promise<SegmentId[]> {
+    return this.settle(tag, (b) => b.nextMany(count, key));
+  }
+
+  /** `count` IDs of `tag` as runs of consecutive IDs (`SegmentBuffer.grant`), of kind `key`. */
+  grant(tag: string, count: number, key = ''): Promise<IdRun[]> {
+    return this.settle(tag, (b) => b.grant(count, key));
+  }
+
+  /**
+   * Drops the tag's buffer if it holds segments of kind `key`: a node that learned from the store
+   * that the tag is of another kind now (a refused opaque tag read again) loads a fresh segment,
+   * whose grant says the kind. What the buffer held is a gap.
+   */
+  dropIfKind(tag: string, key: string): void {
+    const buffer = this.buffers.get(tag);
+    if (buffer !== undefined && buffer.kindKey === key) this.buffers.delete(tag);
   }
 
   tags(): string[] {
@@ -190,6 +203,8 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
       return await take(buffer);
     } catch (error) {
       if (isFrondError(error, 'TAG_NOT_FOUND')) this.forget(tag, buffer);
+      // A buffer whose tag changed kind serves nothing more; the next call starts a new one.
+      else if (buffer.retired && this.buffers.get(tag) === buffer) this.buffers.delete(tag);
       throw error;
     }
   }

@@ -5,6 +5,7 @@ import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
 import { type Allocation, MAX_SEGMENT_ID, type SegmentStore } from './segment-store.js';
 import { MAX_TABLE_STEP } from './tag.js';
+import { KindChangedError, kindKey, type TagKind } from './tag-kind.js';
 
 export interface SegmentBufferOptions {
   /**
@@ -127,6 +128,16 @@ export class SegmentBuffer {
   /** Leaf's slot of the current segment, and what the other slot shows when no next one is loaded. */
   private pos: 0 | 1 = 0;
   private previous: SegmentSlot = { value: 0n, max: 0n, step: 0 };
+  /**
+   * The kind (plain, opaque and its setting) of every segment this buffer holds, from its first
+   * grant; undefined before it. A grant of another kind (the row was deleted and created again
+   * with another kind) is thrown away and retires the buffer: a buffer never holds two kinds, so a
+   * caller that checked `kindKey` before `tryNext` knows the kind of the ID it gets.
+   */
+  private tagKind: TagKind | undefined;
+  kindKey: string | undefined;
+  /** Set once a grant of another kind came: the allocator replaces the buffer, nothing loads. */
+  private retiredFor: TagKind | undefined;
 
   constructor(
     readonly tag: string,
@@ -165,21 +176,48 @@ export class SegmentBuffer {
     return this.base === undefined ? this.max : this.bigMax;
   }
 
-  /** The next ID, waiting a bounded time for a load when both buffers are empty. */
-  next(): Promise<SegmentId> {
-    const id = this.tryNext();
-    return id === undefined ? this.waitForId() : Promise.resolve(id);
+  /** The kind of this buffer's segments, once one was granted. */
+  get kind(): TagKind | undefined {
+    return this.tagKind;
   }
 
-  /** `count` increasing IDs; they span segments when the current one has fewer left. */
-  async nextMany(count: number): Promise<SegmentId[]> {
+  /** Whether a grant of another kind retired this buffer (the allocator then makes a new one). */
+  get retired(): boolean {
+    return this.retiredFor !== undefined;
+  }
+
+  /**
+   * The next ID of kind `key` (`kindKey`), waiting a bounded time for a load when both buffers are
+   * empty. A buffer of another kind rejects with KindChangedError, before any ID is taken.
+   */
+  next(key = ''): Promise<SegmentId> {
+    try {
+      this.expectKind(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const id = this.kindKey === undefined ? undefined : this.tryNext();
+    return id === undefined ? this.waitForId(key) : Promise.resolve(id);
+  }
+
+  /** `count` increasing IDs of kind `key`; they span segments when the current one has fewer left. */
+  async nextMany(count: number, key = ''): Promise<SegmentId[]> {
     const ids: SegmentId[] = [];
-    this.fill(ids, count);
+    this.expectKind(key);
+    if (this.kindKey !== undefined) this.fill(ids, count);
     while (ids.length < count) {
-      ids.push(await this.waitForId());
+      ids.push(await this.waitForId(key));
       this.fill(ids, count);
     }
     return ids;
+  }
+
+  /** Rejects unless every segment of this buffer is of kind `key` (nothing loaded yet passes). */
+  private expectKind(key: string): void {
+    const retired = this.retiredFor;
+    if (retired !== undefined && this.at >= this.end) throw new KindChangedError(this.tag, retired);
+    if (this.kindKey !== undefined && this.kindKey !== key)
+      throw new KindChangedError(this.tag, this.tagKind as TagKind);
   }
 
   /**
@@ -189,20 +227,23 @@ export class SegmentBuffer {
    * the rest straight from the store in one `advance`, which also reserves this buffer's next
    * segment right behind the grant, so the one-ID routes go on without waiting for a load.
    */
-  async grant(count: number): Promise<IdRun[]> {
+  async grant(count: number, key = ''): Promise<IdRun[]> {
     const runs: IdRun[] = [];
     let left = count;
     const deadline = this.clock.now() + this.options.segmentWaitMs;
     // Each round waits for one load, or ends with the one direct advance; the bound is a guard.
     for (let round = 0; ; round++) {
+      this.expectKind(key);
       // More than a segment holds: no load starts on the way, so the advance below can follow.
-      left -= this.takeRuns(runs, left, !(this.loads > 0 && left > this.step));
+      if (this.kindKey !== undefined)
+        left -= this.takeRuns(runs, left, !(this.loads > 0 && left > this.step));
+      else this.startLoad();
       if (left === 0) return runs;
       if (round >= 16) throw this.unavailable();
       if (this.loads > 0 && left > this.step && this.loading === undefined) {
         if (this.failure !== undefined && this.clock.now() - this.failure.at < this.options.retryDelayMs)
           throw this.unavailable();
-        const run = await this.waitWithin(this.advanceDirect(left), deadline);
+        const run = await this.waitWithin(this.advanceDirect(left, key), deadline);
         addRun(runs, run.start, run.end);
         return runs;
       }
@@ -366,7 +407,7 @@ export class SegmentBuffer {
   }
 
   private startLoad(): void {
-    if (this.loading !== undefined || this.nextRange !== undefined) return;
+    if (this.loading !== undefined || this.nextRange !== undefined || this.retiredFor !== undefined) return;
     if (this.failure !== undefined && this.clock.now() - this.failure.at < this.options.retryDelayMs) return;
     this.preloadAfter = Number.POSITIVE_INFINITY;
     this.loading = this.load()
@@ -408,13 +449,16 @@ export class SegmentBuffer {
    * only with both segments used up and no load in flight. A grant whose advance would pass
    * 2^63 - 1 is refused alone: the tag may still have room for smaller ones.
    */
-  private advanceDirect(count: number): Promise<IdRun> {
+  private advanceDirect(count: number, key: string): Promise<IdRun> {
     const step = this.step;
     const total = count + step <= MAX_TABLE_STEP ? count + step : count;
     const own = total - count;
     const startedAt = this.clock.now();
     let exhausted: FrondError | undefined;
-    const reserved = this.reserve(total).then((allocation) => this.toRange(allocation));
+    const reserved = this.reserve(total).then((allocation) => {
+      this.checkKind(allocation);
+      return this.toRange(allocation);
+    });
     this.preloadAfter = Number.POSITIVE_INFINITY;
     this.loading = reserved
       .then(
@@ -448,7 +492,10 @@ export class SegmentBuffer {
         );
       }
       const range = await reserved.catch(() => undefined);
-      if (range === undefined) throw this.unavailable();
+      if (range === undefined) {
+        this.expectKind(key);
+        throw this.unavailable();
+      }
       return { start: range.start, end: range.start + BigInt(count) };
     });
   }
@@ -481,6 +528,7 @@ export class SegmentBuffer {
       if (requested === undefined || !isFrondError(error, 'ID_RANGE_EXHAUSTED')) throw error;
       allocation = await this.reserve(undefined);
     }
+    this.checkKind(allocation);
     const range = this.toRange(allocation);
     const previousStep = this.step;
     if (this.loads === 0) {
@@ -535,6 +583,23 @@ export class SegmentBuffer {
     return allocation;
   }
 
+  /**
+   * The first grant sets the buffer's kind; a grant of another kind is thrown away (a gap, never
+   * served under the old kind) and retires the buffer, so the IDs it still holds are served under
+   * the kind they were granted with and nothing more is loaded into it.
+   */
+  private checkKind(allocation: Allocation): void {
+    const key = kindKey(allocation.kind);
+    if (this.kindKey === undefined) {
+      this.kindKey = key;
+      this.tagKind = allocation.kind;
+    } else if (key !== this.kindKey) {
+      this.retiredFor = allocation.kind;
+      this.logger.log('warn', 'segment.kind_changed', { tag: this.tag, from: this.kindKey, to: key });
+      throw new KindChangedError(this.tag, allocation.kind);
+    }
+  }
+
   private toRange(allocation: Allocation): Range {
     const { maxId, step } = allocation;
     if (!Number.isSafeInteger(step) || step <= 0 || step > MAX_TABLE_STEP) {
@@ -561,11 +626,12 @@ export class SegmentBuffer {
     return { start, max, step };
   }
 
-  private async waitForId(): Promise<SegmentId> {
+  private async waitForId(key: string): Promise<SegmentId> {
     const deadline = this.clock.now() + this.options.segmentWaitMs;
     // Each round waits for one load to settle, so a few rounds always suffice; the bound is a guard.
     for (let round = 0; round < 8; round++) {
-      const id = this.tryNext();
+      this.expectKind(key);
+      const id = this.kindKey === undefined ? this.startLoadOnly() : this.tryNext();
       if (id !== undefined) return id;
       const loading = this.loading;
       if (loading === undefined) throw this.unavailable();
@@ -578,6 +644,12 @@ export class SegmentBuffer {
       }
     }
     throw this.unavailable();
+  }
+
+  /** Before the first grant nothing is served (its kind is unknown): a load starts, no ID. */
+  private startLoadOnly(): undefined {
+    this.startLoad();
+    return undefined;
   }
 
   private unavailable(): FrondError {

@@ -1,3 +1,5 @@
+import { FrondError } from './errors.js';
+
 /**
  * An opaque tag's setting, in frond's own table `frond_tag_options` beside `leaf_alloc`: the domain
  * (`bits:63`, `digits:11`) and the key check of the secret that created it (`OpaqueSecret.keyCheck`).
@@ -29,4 +31,20 @@ export function kindOf(domain: string | null | undefined, keyCheck: string | nul
   return domain === null || domain === undefined || keyCheck === null || keyCheck === undefined
     ? PLAIN_KIND
     : { opaque: { domain, keyCheck } };
+}
+
+/**
+ * A segment of another kind than the caller serves: thrown before any ID is taken, with the kind
+ * the store granted, so the caller serves the tag under that kind instead.
+ */
+export class KindChangedError extends FrondError {
+  constructor(
+    tag: string,
+    readonly kind: TagKind,
+  ) {
+    super(
+      'TAG_KIND_CHANGED',
+      `tag ${tag} is ${kind.opaque === null ? 'plain' : `opaque (${kind.opaque.domain})`} in the store now, not what this node served it as (the row was deleted and created again); retry`,
+    );
+  }
 }

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../core/errors.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
-import type { IdRun, SegmentId } from '../core/segment-buffer.js';
+import type { IdRun } from '../core/segment-buffer.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import type { SnowflakeService } from '../core/snowflake-service.js';
-import { assertValidTag, decodeTagPath } from '../core/tag.js';
+import { decodeTagPath } from '../core/tag.js';
 import type { TagRow, TagStore } from '../core/tag-admin.js';
 import { idsJson } from './ids-json.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from './leaf-errors.js';
@@ -17,10 +17,11 @@ import {
   leafDecodeBody,
   PAGE_END,
 } from './leaf-pages.js';
-import { OpaqueTag, type OpaqueTags, PLAIN } from './opaque-tags.js';
+import type { OpaqueTags } from './opaque-tags.js';
 import { sendHtml, sendJson, sendJsonBytes, sendText } from './responses.js';
 import type { RouteHandler } from './router.js';
 import { CachedPage, PageChunks, runInSlices, SLICE_ROWS } from './sliced-page.js';
+import { TagIssuer } from './tag-issuer.js';
 import { FROND_VERSION } from './version.js';
 
 /** The largest batch one request may ask for (Tinyid's batch.size.max is the same). */
@@ -71,6 +72,7 @@ export function createIdHandlers(
   reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
 ): IdHandlers {
   const { segment, snowflake, epoch, opaque } = deps;
+  const issuer = segment && new TagIssuer(segment, opaque);
   const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
   const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
     reportLeafError(req, res, error, kind);
@@ -82,34 +84,14 @@ export function createIdHandlers(
     new CachedPage(() => runInSlices(cachePageSlices([...segment.buffersView()], SLICE_ROWS)), now);
   const dbPage = segment && new CachedPage(() => buildDbPage(segment.store), now);
 
-  function needSegment(): SegmentAllocator<TagStore> {
-    if (segment === undefined) throw disabled('segment', '--no-segment');
-    return segment;
+  function needSegment(): TagIssuer {
+    if (issuer === undefined) throw disabled('segment', '--no-segment');
+    return issuer;
   }
 
   function needSnowflake(): SnowflakeService {
     if (snowflake === undefined) throw disabled('snowflake', '--no-snowflake');
     return snowflake;
-  }
-
-  /**
-   * The mode of a tag this node has not served yet, read from the store first: no ID of a tag is
-   * answered before the node knows whether it is opaque. A refusal rejects.
-   */
-  async function modeOf(
-    allocator: SegmentAllocator<TagStore>,
-    tag: string,
-  ): Promise<typeof PLAIN | OpaqueTag> {
-    const mode = opaque === undefined ? PLAIN : await opaque.resolve(assertValidTag(tag));
-    if (mode === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-    if (mode instanceof FrondError) throw mode;
-    if (mode === PLAIN && allocator === undefined) throw disabled('segment', '--no-segment');
-    return mode;
-  }
-
-  async function opaqueOne(allocator: SegmentAllocator<TagStore>, tag: string): Promise<SegmentId | bigint> {
-    const mode = await modeOf(allocator, tag);
-    return mode === PLAIN ? allocator.next(tag) : mode.next();
   }
 
   return {
@@ -121,18 +103,9 @@ export function createIdHandlers(
         throw new FrondError('NOT_FOUND', 'no route: the tag after /api/segment/get/ is empty');
       // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
       const tag = decodeTagPath(path);
-      const mode = opaque === undefined ? PLAIN : opaque.modeOf(tag);
-      if (mode === PLAIN) {
-        const id = allocator.tryNext(tag);
-        if (id !== undefined) return sendText(res, String(id));
-        allocator.next(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
-        return;
-      }
-      if (mode instanceof OpaqueTag) {
-        const id = mode.tryNext();
-        if (id !== undefined) return sendText(res, String(id));
-      }
-      opaqueOne(allocator, tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
+      const id = allocator.tryOne(tag);
+      if (id !== undefined) return sendText(res, String(id));
+      allocator.one(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
     },
 
     leafSnowflake(req, res, key) {
@@ -173,35 +146,15 @@ export function createIdHandlers(
       const allocator = needSegment();
       const tag = decodeTagPath(rawTag);
       const count = parseCount(query);
-      if (opaque === undefined || opaque.modeOf(tag) === PLAIN) {
-        allocator.nextMany(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
-        return;
-      }
-      modeOf(allocator, tag)
-        .then((mode) => (mode === PLAIN ? allocator.nextMany(tag, count) : mode.nextMany(count)))
-        .then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+      allocator.many(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
     },
 
     v1Ranges(_req, res, rawTag, query) {
       const allocator = needSegment();
       const tag = decodeTagPath(rawTag);
       const count = parseCount(query, MAX_RANGE_COUNT);
-      if (opaque === undefined || opaque.modeOf(tag) === PLAIN) {
-        allocator
-          .grant(tag, count)
-          .then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
-        return;
-      }
-      // A range is a promise of consecutive IDs; an opaque tag's are scattered on purpose.
-      modeOf(allocator, tag)
-        .then((mode) => {
-          if (mode !== PLAIN)
-            throw new FrondError(
-              'OPAQUE_NO_RANGES',
-              `tag ${tag} is opaque: its IDs are not consecutive, so /v1/ranges cannot grant them; use /v1/segment/${encodeURIComponent(tag)}?count=N`,
-            );
-          return allocator.grant(tag, count);
-        })
+      allocator
+        .ranges(tag, count)
         .then((runs) => sendJsonBytes(res, 200, rangesJson(runs, count)), fail(res));
     },
 

@@ -2,6 +2,7 @@ import { FrondError } from '../core/errors.js';
 import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from '../core/opaque-codec.js';
 import type { SegmentAllocator } from '../core/segment-allocator.js';
 import type { OpaqueSetting, TagStore } from '../core/tag-admin.js';
+import { kindKey, PLAIN_KIND, type TagKind } from '../core/tag-kind.js';
 import type { OpaqueSecret } from './opaque-keys.js';
 
 /** Segment IDs encoded in one `encodeMany`: ~1.7 µs an ID in a batch of 1,024, ~12 µs alone. */
@@ -27,6 +28,8 @@ export class OpaqueTag {
     readonly tag: string,
     readonly codec: OpaqueCodec,
     private readonly segment: SegmentAllocator<TagStore>,
+    /** The kind (`kindKey`) of the segments this tag encodes: a segment of any other is refused. */
+    readonly key: string,
   ) {}
 
   get left(): number {
@@ -60,8 +63,8 @@ export class OpaqueTag {
   private refill(atLeast = 0): Promise<void> {
     if (this.refilling) return this.refilling;
     const run = (async () => {
-      const ids = (await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast))).map((id) =>
-        BigInt(id),
+      const ids = (await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast), this.key)).map(
+        (id) => BigInt(id),
       );
       // A batch that straddles the end of the domain serves what fits; past it, ID_RANGE_EXHAUSTED.
       const capacity = this.codec.capacity;
@@ -79,19 +82,34 @@ export class OpaqueTag {
   }
 }
 
+/** What a node learned of a tag's kind, and the mode it serves it in. */
+interface Learned {
+  key: string;
+  mode: TagMode;
+  /** For a refusal: when to read the tag's kind from the store again. */
+  until: number;
+}
+
+/** A refused tag (no secret, another secret) is read from the store again after this long. */
+const REFUSAL_RECHECK_MS = 1_000;
+
 /**
- * Which tags are opaque, for the ID handlers. A tag's mode is fixed when it is created (its row and
- * its setting in one transaction, never changed), so it is read once per node and kept: the plain
- * path costs one Map lookup. A node without the secret, or with another secret than the tag's,
- * keeps the refusal instead and never answers an unpermuted ID.
+ * Which tags are opaque, for the ID handlers: what this node last learned of each tag's kind. It is
+ * a hint and never trusted: every segment is taken with the kind the node serves it as, and a
+ * segment granted under another kind (the row deleted and created again) is refused before any of
+ * its IDs is taken (`KindChangedError`), with the granted kind, which the node learns and serves
+ * instead (`TagIssuer`). So the plain path costs one Map lookup and one string comparison, and no
+ * process serves a segment under a kind it remembered from before. A node without the secret, or
+ * with another secret than the tag's, refuses the tag instead and never answers an unpermuted ID.
  */
 export class OpaqueTags {
-  private readonly modes = new Map<string, TagMode>();
+  private readonly learned = new Map<string, Learned>();
   private readonly pending = new Map<string, Promise<TagMode | undefined>>();
 
   constructor(
     private readonly segment: SegmentAllocator<TagStore>,
     readonly secret: OpaqueSecret | undefined,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
   /** The secret's fingerprint, or null: for /readyz and `frond tag list`. */
@@ -100,32 +118,61 @@ export class OpaqueTags {
   }
 
   /**
-   * At start: the modes of the tags the allocator listed, from one read of frond_tag_options made
-   * after that list (a tag listed then and without a setting now was created plain).
+   * At start: the opaque tags from one read of frond_tag_options, so their first requests go the
+   * opaque way at once (a hint: a tag created plain since is found so by its first grant).
    */
   async preload(): Promise<void> {
-    const listed = this.segment.tags();
     const opaque = await this.segment.store.listOpaque();
-    for (const tag of listed) this.modes.set(tag, this.modeFor(tag, opaque.get(tag) ?? null));
+    for (const [tag, setting] of opaque) this.learn(tag, { opaque: setting });
   }
 
-  /** The known mode of `tag`, or undefined until it has been read (`resolve`). */
+  /** The mode `tag` was last learned in (undefined: none yet, served as plain until a grant says otherwise). */
   modeOf(tag: string): TagMode | undefined {
-    return this.modes.get(tag);
+    return this.learned.get(tag)?.mode;
   }
 
-  /** Reads the tag's mode from the store; undefined when the tag has no row (not kept). */
+  /** Serves `tag` as `kind` from now on (a grant said so); answers the mode. */
+  learn(tag: string, kind: TagKind): TagMode {
+    const key = kindKey(kind);
+    const known = this.learned.get(tag);
+    if (known !== undefined && known.key === key && !(known.mode instanceof FrondError)) return known.mode;
+    const mode = this.modeFor(tag, kind.opaque);
+    this.learned.set(tag, {
+      key,
+      mode,
+      until: mode instanceof FrondError ? this.now() + REFUSAL_RECHECK_MS : Number.POSITIVE_INFINITY,
+    });
+    return mode;
+  }
+
+  /**
+   * The mode to serve `tag` in now. A refusal is kept for REFUSAL_RECHECK_MS, then the tag's kind is
+   * read from the store again: if it changed (the row was created again), the segment the node holds
+   * under the refused kind is dropped, so the next one is granted, with its kind, from the store.
+   */
+  async current(tag: string): Promise<TagMode> {
+    const known = this.learned.get(tag);
+    if (known === undefined) return PLAIN;
+    if (!(known.mode instanceof FrondError) || known.until > this.now()) return known.mode;
+    this.learned.delete(tag);
+    const mode = await this.resolve(tag);
+    if (mode === undefined) {
+      this.segment.dropIfKind(tag, known.key);
+      return PLAIN;
+    }
+    if (this.learned.get(tag)?.key !== known.key) this.segment.dropIfKind(tag, known.key);
+    return mode;
+  }
+
+  /** Reads the tag's kind from the store (operator routes, refusals); undefined when it has no row. */
   resolve(tag: string): Promise<TagMode | undefined> {
-    const known = this.modes.get(tag);
-    if (known !== undefined) return Promise.resolve(known);
     let run = this.pending.get(tag);
     if (run === undefined) {
-      run = this.segment.store.tagOptions(tag).then((options) => {
-        if (options === undefined) return undefined;
-        const mode = this.modes.get(tag) ?? this.modeFor(tag, options.opaque);
-        this.modes.set(tag, mode);
-        return mode;
-      });
+      run = this.segment.store
+        .tagOptions(tag)
+        .then((options) =>
+          options === undefined ? undefined : this.learn(tag, options.opaque === null ? PLAIN_KIND : options),
+        );
       const current = run;
       const forget = () => {
         if (this.pending.get(tag) === current) this.pending.delete(tag);
@@ -175,7 +222,12 @@ export class OpaqueTags {
         'OPAQUE_SECRET_MISMATCH',
         `tag ${tag} is opaque under another secret than this node's (fingerprint ${this.secret.fingerprint}): every node must have the same FROND_OPAQUE_SECRET(_FILE); refused rather than serve other IDs`,
       );
-    return new OpaqueTag(tag, new OpaqueCodec(this.secret.cipherFor(tag, domain), domain), this.segment);
+    return new OpaqueTag(
+      tag,
+      new OpaqueCodec(this.secret.cipherFor(tag, domain), domain),
+      this.segment,
+      kindKey({ opaque: setting }),
+    );
   }
 }
 

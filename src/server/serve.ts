@@ -112,14 +112,16 @@ export async function startServer(
     let opaque: OpaqueTags | undefined;
     let declaration: OpaqueDeclaration | undefined;
     if (config.segment) {
-      // Every load goes through the fence and the data dir's high-water (src/stores/fencing).
-      store = new FencedStore(openStore(config.store, { logger }), {
+      // Every load goes through the fence and the data dir's high-water (src/stores/fencing). The
+      // store is closed whatever fails after it opened (an unreadable high-water file throws in the
+      // constructor below): SQLite's worker thread would otherwise keep a failed start alive.
+      const inner = openStore(config.store, { logger });
+      cleanups.push(() => inner.close());
+      store = new FencedStore(inner, {
         dataDir: config.dataDir,
         fenceSkip: config.fenceSkip,
         logger,
       });
-      const opened = store;
-      cleanups.push(() => opened.close());
       segment = new SegmentAllocator(
         store,
         clock,
@@ -140,7 +142,7 @@ export async function startServer(
         config.opaqueSecret === undefined
           ? OpaqueSecret.fromEnvironment()
           : (config.opaqueSecret ?? undefined);
-      opaque = new OpaqueTags(segment, secret);
+      opaque = new OpaqueTags(segment, secret, () => clock.now());
       if (config.opaqueTags !== undefined && config.opaqueTags.length > 0) {
         const declared = new OpaqueDeclaration(segment.store, opaque, config.opaqueTags, clock, logger);
         await declared.start();
