@@ -1,5 +1,5 @@
 import { FrondError } from '../core/errors.js';
-import { formatDomain, parseDomain } from '../core/opaque-codec.js';
+import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
 import type { TagStore } from '../core/tag-admin.js';
 import { OpaqueSecret } from '../server/opaque-keys.js';
@@ -36,7 +36,7 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
     return 0;
   }
   const domain = parseDomain(settings.opaque);
-  if (start < 1n) throw new FrondError('INVALID_ARGUMENT', 'an opaque tag starts at 1 or above (--start)');
+  assertOpaqueStart(start, domain);
   const secret = OpaqueSecret.fromEnvironment();
   if (secret === undefined)
     throw new FrondError(

@@ -4,7 +4,14 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isFrondError } from './errors.js';
 import type { BlockCipher } from './ff1.js';
-import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from './opaque-codec.js';
+import {
+  assertOpaqueStart,
+  domainCapacity,
+  formatDomain,
+  OpaqueCodec,
+  type OpaqueDomain,
+  parseDomain,
+} from './opaque-codec.js';
 
 function aes(seed: number): BlockCipher {
   const cipher = createCipheriv('aes-256-ecb', Buffer.alloc(32, seed), null);
@@ -110,5 +117,24 @@ describe('OpaqueCodec', () => {
         () => parseDomain(bad),
         (error) => isFrondError(error, 'INVALID_ARGUMENT'),
       );
+  });
+
+  it('a new tag starts within its domain: 1 to the capacity the codec has', () => {
+    for (const domain of [
+      { kind: 'bits', bits: 20 },
+      { kind: 'bits', bits: 63 },
+      { kind: 'digits', digits: 6 },
+      { kind: 'digits', digits: 18 },
+    ] satisfies OpaqueDomain[]) {
+      const capacity = new OpaqueCodec(aes(1), domain).capacity;
+      assert.equal(domainCapacity(domain), capacity, formatDomain(domain));
+      assert.equal(assertOpaqueStart(capacity, domain), capacity);
+      assert.equal(assertOpaqueStart(1n, domain), 1n);
+      for (const bad of [0n, -5n, capacity + 1n])
+        assert.throws(
+          () => assertOpaqueStart(bad, domain),
+          (error) => isFrondError(error, 'INVALID_ARGUMENT') && /never serve/.test(error.message),
+        );
+    }
   });
 });

@@ -32,6 +32,25 @@ export function parseDomain(text: string): OpaqueDomain {
   );
 }
 
+/** How many segment IDs an opaque tag of `domain` can serve: |S| (OpaqueCodec.capacity). */
+export function domainCapacity(domain: OpaqueDomain): bigint {
+  return domain.kind === 'bits' ? 2n ** BigInt(domain.bits) - 1n : 9n * 10n ** BigInt(domain.digits - 1);
+}
+
+/**
+ * The first segment ID of a new opaque tag: 1 to the domain's capacity. A start beyond it would
+ * make a tag that can never serve (every segment ID past the domain is refused).
+ */
+export function assertOpaqueStart(start: bigint, domain: OpaqueDomain): bigint {
+  const capacity = domainCapacity(domain);
+  if (start < 1n || start > capacity)
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `an opaque ${formatDomain(domain)} tag starts at a segment ID from 1 to ${capacity} (start ${start} would never serve)`,
+    );
+  return start;
+}
+
 /**
  * Maps a tag's segment IDs (1, 2, 3, …) one to one onto its opaque IDs, with FF1 under the tag's
  * key and cycle-walking: the opaque IDs form the set S = [min, radix^length) (no 0; for digits no

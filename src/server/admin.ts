@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../core/errors.js';
-import { formatDomain, type OpaqueDomain, parseDomain } from '../core/opaque-codec.js';
+import { assertOpaqueStart, formatDomain, type OpaqueDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
 import { DEFAULT_TAG_STEP, type OpaqueSetting, type TagRow, type TagStore } from '../core/tag-admin.js';
 
@@ -176,8 +176,8 @@ export async function addTag(
   if (domain === undefined || domain === null) {
     await store.addTag({ tag, step, start, description });
   } else {
-    // An opaque tag's segment IDs are 1..capacity: a first ID below 1 could never be served.
-    if (start < 1n) throw new FrondError('INVALID_ARGUMENT', 'an opaque tag starts at 1 or above');
+    // An opaque tag's segment IDs are 1..capacity: a first ID outside could never be served.
+    assertOpaqueStart(start, domain);
     if (opaque === undefined)
       throw new FrondError(
         'OPAQUE_SECRET_MISSING',
