@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
 import { isFrondError } from '../../core/errors.js';
+import { PLAIN_KIND } from '../../core/tag-kind.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 // The store contract itself runs in test/segment-store.test.ts; these are the worker thread's own
@@ -42,7 +43,7 @@ describe('SQLite store in its worker thread', () => {
       await timerTurns(20);
       assert.equal(settled, false, 'the load waits for the lock while the timers run');
       other.exec('ROLLBACK');
-      assert.deepEqual(await load, { maxId: 11n, step: 10, tableStep: 10 });
+      assert.deepEqual(await load, { maxId: 11n, step: 10, tableStep: 10, kind: PLAIN_KIND });
     } finally {
       other.close();
       await store.close();
@@ -114,7 +115,7 @@ describe('SQLite store in its worker thread', () => {
         );
       }
       // The next call starts a new worker; the load that was never read consumed nothing.
-      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10 });
+      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10, kind: PLAIN_KIND });
     } finally {
       await store.close();
     }
