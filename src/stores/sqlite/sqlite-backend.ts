@@ -1,6 +1,6 @@
 import { FrondError } from '../../core/errors.js';
 import type { StoreBackend } from '../store-backend.js';
-import { SQLITE_DDL, SQLITE_FROND_DDL } from './sqlite-database.js';
+import { SQLITE_TABLES_DDL } from './sqlite-database.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 /** `sqlite:PATH`: the embedded default, one file on this machine (no password to hide). */
@@ -8,7 +8,7 @@ export const sqliteBackend: StoreBackend<string> = {
   name: 'sqlite',
   prefixes: ['sqlite:'],
   usage: 'sqlite:PATH',
-  ddl: [SQLITE_DDL, SQLITE_FROND_DDL].join(';\n\n'),
+  ddl: SQLITE_TABLES_DDL.join(';\n\n'),
   redact: (spec) => spec,
   parse(spec) {
     const path = spec.slice('sqlite:'.length);

@@ -3,8 +3,8 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
-import { PLAIN_KIND } from '../../core/tag-kind.js';
+import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
+import { kindOf } from '../../core/tag-kind.js';
 import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
@@ -24,12 +24,49 @@ export const SQLITE_FROND_DDL = `CREATE TABLE IF NOT EXISTS frond_tag_options (
   key_check     VARCHAR(32)  NOT NULL
 )`;
 
+/**
+ * The highest max_id frond granted per tag, as on PostgreSQL and MySQL, written in the transaction
+ * of every advance. It lives in the database file itself, so every process on the file sees it: the
+ * `--workers` processes (each with a data dir of its own) and `frond tag add` (which has none). A
+ * row deleted and put back lower goes on above it, and a name it knows that has no row is refused
+ * as an opaque tag (opaqueNameUsed).
+ *
+ * Created at open like the others, and left empty on a file of an earlier version: a tag without a
+ * record has its leaf_alloc max_id as the floor, which is what every advance used before, so nothing
+ * needs seeding; the first advance of each tag records it. (What the file no longer holds, a row
+ * deleted before this version, no seeding could recover: the nodes' data dirs still cover it.)
+ */
+export const SQLITE_HIGH_WATER_DDL = `CREATE TABLE IF NOT EXISTS frond_high_water (
+  biz_tag VARCHAR(128) NOT NULL PRIMARY KEY,
+  max_id  BIGINT       NOT NULL
+)`;
+
+/** Every table frond creates in the file, in order (`frond db init --print` shows them). */
+export const SQLITE_TABLES_DDL = [SQLITE_DDL, SQLITE_FROND_DDL, SQLITE_HIGH_WATER_DDL];
+
+/**
+ * The floor a tag advances from: its max_id, or frond's record when that is higher (the row was
+ * deleted and put back lower). SQLite's two-argument max() is the larger one; the record of a tag
+ * without one is its own max_id. Used inside the UPDATE of leaf_alloc, so `max_id` is the row's.
+ */
+const FLOOR =
+  'max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = @tag), max_id))';
+
 interface RawRow {
   biz_tag: string;
   max_id: bigint;
   step: bigint;
   description: string | null;
   update_time: string | null;
+}
+
+/** The row an advance reads back, in its transaction: with frond's record and the tag's kind. */
+interface GrantRow {
+  max_id: bigint | number | string;
+  step: bigint;
+  high_water: bigint | null;
+  opaque_domain: string | null;
+  key_check: string | null;
 }
 
 /**
@@ -41,24 +78,57 @@ interface RawRow {
  */
 export class SqliteDatabase implements SqliteCalls {
   private readonly db: Database.Database;
-  private readonly statements;
+  private readonly statements: ReturnType<typeof SqliteDatabase.prepare>;
 
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path, { timeout: 5_000 });
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    this.db.exec(SQLITE_DDL);
-    this.db.exec(SQLITE_FROND_DDL);
-    const db = this.db;
-    this.statements = {
+    const db = new Database(path, { timeout: 5_000 });
+    this.db = db;
+    try {
+      this.statements = SqliteDatabase.prepare(db);
+    } catch (error) {
+      // A file that is not a database (SQLITE_NOTADB) opens and fails here: its handle is closed
+      // now, not left to the garbage collector.
+      db.close();
+      throw error;
+    }
+  }
+
+  private static prepare(db: Database.Database) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    for (const ddl of SQLITE_TABLES_DDL) db.exec(ddl);
+    // Every value is a bound parameter; the one constant spliced in is MAX_SEGMENT_ID, a bigint.
+    return {
       // The bound is part of the UPDATE: past 2^63 - 1 SQLite would turn max_id into a REAL, a
       // rounded number; here the row is left as it is and `advance` says why.
       advanceByTableStep: db.prepare(
-        `UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = ? AND max_id <= ${MAX_SEGMENT_ID} - step`,
+        `UPDATE leaf_alloc SET max_id = ${FLOOR} + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND ${FLOOR} <= ${MAX_SEGMENT_ID} - step`,
       ),
       advanceBy: db.prepare(
-        `UPDATE leaf_alloc SET max_id = max_id + @step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id <= ${MAX_SEGMENT_ID} - @step`,
+        `UPDATE leaf_alloc SET max_id = ${FLOOR} + @step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND ${FLOOR} <= ${MAX_SEGMENT_ID} - @step`,
+      ),
+      // The grant as the transaction left it: the row, frond's record and the tag's kind.
+      readGrant: db
+        .prepare(
+          `SELECT l.max_id, l.step, h.max_id AS high_water, o.opaque_domain, o.key_check
+             FROM leaf_alloc l
+             LEFT JOIN frond_high_water h ON h.biz_tag = l.biz_tag
+             LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+            WHERE l.biz_tag = ?`,
+        )
+        .safeIntegers(true),
+      record: db.prepare(
+        `INSERT INTO frond_high_water (biz_tag, max_id) VALUES (?, ?)
+           ON CONFLICT (biz_tag) DO UPDATE SET max_id = max(frond_high_water.max_id, excluded.max_id)`,
+      ),
+      // A name frond granted IDs under whose row is gone: it may not come back opaque.
+      usedWithoutRow: db.prepare(
+        'SELECT 1 FROM frond_high_water h WHERE h.biz_tag = @tag AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = @tag)',
+      ),
+      // An opaque tag's setting whose row is gone: the name stays opaque (tag-kind.ts).
+      settingWithoutRow: db.prepare(
+        'SELECT 1 FROM frond_tag_options o WHERE o.biz_tag = @tag AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = @tag)',
       ),
       read: db
         .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = ?')
@@ -95,9 +165,9 @@ export class SqliteDatabase implements SqliteCalls {
       // above 2^53 is rounded.
       const changed =
         step === undefined
-          ? this.statements.advanceByTableStep.run(tag).changes
+          ? this.statements.advanceByTableStep.run({ tag }).changes
           : this.statements.advanceBy.run({ step: BigInt(step), tag }).changes;
-      const row = this.statements.read.get(tag) as RawRow | undefined;
+      const row = this.statements.readGrant.get(tag) as GrantRow | undefined;
       if (row === undefined) return undefined;
       if (typeof row.max_id !== 'bigint') {
         throw new FrondError(
@@ -106,14 +176,22 @@ export class SqliteDatabase implements SqliteCalls {
         );
       }
       const tableStep = Number(row.step);
-      if (changed === 0) throw rangeExhausted(tag, row.max_id, step ?? tableStep);
+      if (changed === 0) {
+        // Nothing reserved: the next range from the floor would pass 2^63 - 1.
+        const floor = row.high_water !== null && row.high_water > row.max_id ? row.high_water : row.max_id;
+        throw rangeExhausted(tag, floor, step ?? tableStep);
+      }
+      // In the same transaction: a grant is never served that frond_high_water does not cover.
+      this.statements.record.run(tag, row.max_id);
       return {
         maxId: row.max_id,
         step: step ?? tableStep,
         tableStep,
-        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+        kind: kindOf(row.opaque_domain, row.key_check),
       };
     });
+    // IMMEDIATE: the write lock from the start, so the floor read inside the UPDATE and the record
+    // written after it are one step for every process on the file.
     return run.immediate();
   }
 
@@ -142,12 +220,16 @@ export class SqliteDatabase implements SqliteCalls {
 
   addTag(tag: NewTag): void {
     try {
-      this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+      this.db
+        .transaction(() => {
+          // The setting is read with every grant: a plain row under the name would serve opaque IDs.
+          if (this.statements.settingWithoutRow.get({ tag: tag.tag }) !== undefined)
+            throw opaqueSettingRemains(tag.tag);
+          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+        })
+        .immediate();
     } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
+      throw tagExists(tag.tag, error);
     }
   }
 
@@ -169,21 +251,40 @@ export class SqliteDatabase implements SqliteCalls {
     try {
       this.db
         .transaction(() => {
+          // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs; a row
+          // that is there (or a setting left by an opaque tag) fails an insert: TAG_EXISTS.
+          if (this.statements.usedWithoutRow.get({ tag: tag.tag }) !== undefined)
+            throw opaqueNameUsed(tag.tag);
           this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
           this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
         })
         .immediate();
     } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
+      throw tagExists(tag.tag, error);
     }
   }
 
   close(): void {
     this.db.close();
   }
+}
+
+/** A primary key already taken is TAG_EXISTS; any other error is as it came. */
+function tagExists(tag: string, error: unknown): unknown {
+  return (error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+    ? new FrondError('TAG_EXISTS', `tag ${tag} already exists`)
+    : error;
+}
+
+/**
+ * A plain tag under a name whose opaque setting outlived its row (deleted by SQL) is refused: the
+ * setting is never removed and every grant is served under it, so the new tag would be opaque.
+ */
+function opaqueSettingRemains(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_TAG_FIXED',
+    `tag ${tag} was an opaque tag and its setting remains in frond_tag_options (a setting is never removed): a tag under that name is opaque under it; use a new name`,
+  );
 }
 
 function toTagRow(row: RawRow): TagRow {

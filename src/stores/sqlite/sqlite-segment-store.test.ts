@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { tempDir } from '../../../test/support/frond-process.js';
+import { runNode, tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
 import { isFrondError } from '../../core/errors.js';
+import { PLAIN_KIND } from '../../core/tag-kind.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 // The store contract itself runs in test/segment-store.test.ts; these are the worker thread's own
@@ -42,7 +44,7 @@ describe('SQLite store in its worker thread', () => {
       await timerTurns(20);
       assert.equal(settled, false, 'the load waits for the lock while the timers run');
       other.exec('ROLLBACK');
-      assert.deepEqual(await load, { maxId: 11n, step: 10, tableStep: 10 });
+      assert.deepEqual(await load, { maxId: 11n, step: 10, tableStep: 10, kind: PLAIN_KIND });
     } finally {
       other.close();
       await store.close();
@@ -114,9 +116,51 @@ describe('SQLite store in its worker thread', () => {
         );
       }
       // The next call starts a new worker; the load that was never read consumed nothing.
-      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10 });
+      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10, kind: PLAIN_KIND });
     } finally {
       await store.close();
     }
+  });
+
+  it('lets the process exit with a store opened and never called or closed (a start that failed right after it)', async () => {
+    const dir = tempDir();
+    const script = join(dir, 'open-only.mts');
+    writeFileSync(
+      script,
+      `import { SqliteSegmentStore } from ${JSON.stringify(new URL('./sqlite-segment-store.ts', import.meta.url).href)};
+new SqliteSegmentStore(process.argv[2]);
+console.log('opened');
+`,
+    );
+    // Its worker thread is idle: the process ends when its own work does (it hung for good when the
+    // worker was unref'd before its 'message' listener, which refs it again).
+    const result = await runNode(['--import', 'tsx', script, join(dir, 'frond.db')], { timeoutMs: 20_000 });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, 'opened\n');
+  });
+
+  it('refuses a file that is not a database at open, in one error, and leaves no thread behind', async () => {
+    const path = join(tempDir(), 'frond.db');
+    writeFileSync(path, 'not a database, but long enough to have a header: '.repeat(20));
+    assert.throws(
+      () => new SqliteSegmentStore(path),
+      (error) => error instanceof Database.SqliteError && error.code === 'SQLITE_NOTADB',
+    );
+  });
+
+  it('closes in any state: twice at once, after its worker died, and before any call', async () => {
+    const path = join(tempDir(), 'frond.db');
+    const twice = new SqliteSegmentStore(path);
+    await twice.listTags();
+    await Promise.all([twice.close(), twice.close()]);
+    await twice.close();
+
+    const died = new SqliteSegmentStore(path);
+    await (died as unknown as { worker: Worker }).worker.terminate();
+    await died.close();
+    await assert.rejects(died.listTags(), { name: 'TypeError' });
+
+    // The close is posted while the new worker is still loading its modules.
+    await new SqliteSegmentStore(path).close();
   });
 });

@@ -31,6 +31,12 @@ function startWorker(workerData: SqliteWorkerData): Worker {
   });
 }
 
+/**
+ * How long `close` waits for the calls already made: two of them each held past the 5 s
+ * busy_timeout by a lock another process keeps. Past it the thread is ended without them.
+ */
+const CLOSE_WAIT_MS = 10_000;
+
 interface Pending {
   method: SqliteMethod;
   resolve(value: unknown): void;
@@ -55,6 +61,7 @@ export class SqliteSegmentStore implements TagStore {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(readonly path: string) {
     this.description = `sqlite:${path}`;
@@ -105,15 +112,36 @@ export class SqliteSegmentStore implements TagStore {
     return this.call('addOpaqueTag', [tag, opaque]);
   }
 
-  /** Closes the connection (after the calls already made are answered) and ends the worker. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Closes the connection (after the calls already made are answered) and ends the worker, in any
+   * state: a worker that died or never started is simply gone, and a second call waits for the
+   * first. It resolves once the thread has ended, so nothing of the store keeps the process alive.
+   * The calls already made are waited for up to CLOSE_WAIT_MS; past it the thread is ended anyway
+   * and the calls still open fail with STORE_UNAVAILABLE (outcome unknown, as for a crash: a
+   * transaction the thread was in rolls back or has committed, never half).
+   */
+  close(): Promise<void> {
+    this.closing ??= this.end();
+    return this.closing;
+  }
+
+  private async end(): Promise<void> {
     this.closed = true;
     const worker = this.worker;
     if (worker === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.send(worker, 'close', []);
+      await Promise.race([
+        this.send(worker, 'close', []),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, CLOSE_WAIT_MS);
+        }),
+      ]);
+    } catch {
+      // The worker stopped before it answered (its calls failed with STORE_UNAVAILABLE) or the
+      // connection did not close cleanly: either way the thread is ended below, which frees it.
     } finally {
+      clearTimeout(timer);
       this.worker = undefined;
       await worker.terminate();
     }
@@ -140,7 +168,6 @@ export class SqliteSegmentStore implements TagStore {
 
   private start(): Worker {
     const worker = startWorker({ path: this.path });
-    worker.unref();
     let failure: unknown;
     worker.on('message', (reply: SqliteReply) => {
       const call = this.pending.get(reply.id);
@@ -172,6 +199,10 @@ export class SqliteSegmentStore implements TagStore {
         );
       }
     });
+    // Unref'd after the listeners, not before: adding a 'message' listener refs the worker's port
+    // again, and a store opened and never called (a start that failed right after it) kept the
+    // process alive for good.
+    worker.unref();
     return worker;
   }
 }
