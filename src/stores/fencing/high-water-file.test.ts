@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -234,5 +234,86 @@ describe('HighWaterFile on a full disk', () => {
         damaged,
       );
     }
+  });
+});
+
+describe('HighWaterFile of a node with --workers', () => {
+  const nodeDir = () => {
+    const dir = dataDir();
+    for (const worker of ['worker-0', 'worker-1', 'worker-2']) mkdirSync(join(dir, worker));
+    return dir;
+  };
+
+  it('knows at open what every process of the node recorded: its siblings and the node dir', async () => {
+    const dir = nodeDir();
+    const zero = new HighWaterFile(join(dir, 'worker-0'), 's');
+    await zero.record('a', 1000n, 3, 'db-3');
+    await zero.record('b', 50n, 3, 'db-3');
+    await new HighWaterFile(join(dir, 'worker-0'), 'other').record('a', 9999n, 9, 'db-9');
+    const top = new HighWaterFile(dir, 's');
+    await top.record('b', 70n, 2, 'db-2');
+    await top.record('c', 5n, 2, 'db-2');
+    const one = new HighWaterFile(join(dir, 'worker-1'), 's');
+    await one.record('a', 400n, 1, 'db-1');
+    await one.record('d', 8n, 1, 'db-1');
+    const expected = [
+      ['a', 1000n],
+      ['b', 70n],
+      ['c', 5n],
+      ['d', 8n],
+    ];
+    const reopened = new HighWaterFile(join(dir, 'worker-1'), 's');
+    assert.deepEqual([...reopened.state.tags].sort(), expected);
+    assert.equal(reopened.state.epoch, 3);
+    assert.equal(reopened.state.identity, 'db-3');
+    // A worker dir that never held anything, and the node dir itself run as one process.
+    assert.deepEqual([...new HighWaterFile(join(dir, 'worker-2'), 's').state.tags].sort(), expected);
+    assert.deepEqual([...new HighWaterFile(dir, 's').state.tags].sort(), expected);
+    assert.equal(new HighWaterFile(join(dir, 'worker-2'), 'other').state.tags.get('a'), 9999n);
+  });
+
+  it('reads what a sibling folded into its file, and an explicit nodeDir', async () => {
+    const dir = nodeDir();
+    const zero = new HighWaterFile(join(dir, 'worker-0'), 's');
+    for (let i = 0; i < 5_000; i++) await zero.record(`tag-${i % 10}`, BigInt(i), 0, undefined);
+    const elsewhere = join(dataDir(), 'process-1');
+    const one = new HighWaterFile(elsewhere, 's', { nodeDir: dir });
+    assert.equal(one.state.tags.get('tag-9'), 4999n);
+    assert.equal(new HighWaterFile(elsewhere, 's').state.tags.get('tag-9'), undefined);
+  });
+
+  it("never writes a sibling's files, and goes on past a sibling's torn or unreadable ones (its own still refuse)", async () => {
+    const dir = nodeDir();
+    const zero = new HighWaterFile(join(dir, 'worker-0'), 's');
+    await zero.record('a', 1000n, 0, undefined);
+    // An append in progress in worker-0 (its last line), and a damaged line in worker-2.
+    appendFileSync(join(dir, 'worker-0', HIGH_WATER_JOURNAL), '{"store":"s","epoch":0,"tag":"a","max":"20');
+    const two = new HighWaterFile(join(dir, 'worker-2'), 's');
+    await two.record('b', 77n, 0, undefined);
+    await two.record('c', 88n, 0, undefined);
+    const twoJournal = join(dir, 'worker-2', HIGH_WATER_JOURNAL);
+    writeFileSync(twoJournal, `garbage\n${readFileSync(twoJournal, 'utf8')}`);
+    writeFileSync(join(dir, 'worker-2', HIGH_WATER_FILE), '{"version":');
+    const before = [
+      readFileSync(join(dir, 'worker-0', HIGH_WATER_JOURNAL)),
+      readFileSync(twoJournal),
+      readFileSync(join(dir, 'worker-2', HIGH_WATER_FILE)),
+    ];
+
+    const one = new HighWaterFile(join(dir, 'worker-1'), 's');
+    assert.equal(one.state.tags.get('a'), 1000n);
+    assert.equal(one.state.tags.get('b'), 77n);
+    assert.equal(one.state.tags.get('c'), 88n);
+    assert.equal(one.unreadable.length, 2, one.unreadable.join('; '));
+    await one.record('d', 1n, 0, undefined);
+    assert.deepEqual(
+      [
+        readFileSync(join(dir, 'worker-0', HIGH_WATER_JOURNAL)),
+        readFileSync(twoJournal),
+        readFileSync(join(dir, 'worker-2', HIGH_WATER_FILE)),
+      ],
+      before,
+    );
+    assert.throws(() => new HighWaterFile(join(dir, 'worker-2'), 's'), /unreadable/);
   });
 });

@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 
 /** What a node remembers of one database, across restarts. */
@@ -28,6 +28,12 @@ export const HIGH_WATER_FILE = 'segment-high-water.json';
 export const HIGH_WATER_JOURNAL = 'segment-high-water.log';
 /** The journal is folded into the file once it holds this many lines, or 4 per tag if more. */
 const COMPACT_AFTER_LINES = 4_096;
+/**
+ * The data dir of process i of `frond serve --workers N` is `<data-dir>/worker-<i>`
+ * (`workerDataDir` in src/server/cluster.ts; a test keeps the two in step).
+ */
+const WORKER_DIR = /^worker-[0-9]+$/;
+
 /** One change: a store's epoch (and identity) seen, and a tag's max_id when a segment was granted. */
 interface JournalLine {
   store: string;
@@ -76,6 +82,12 @@ const fileIo: JournalIo = {
 };
 
 export interface HighWaterOptions {
+  /**
+   * The node's data dir when this process keeps its own below it (`--workers`): what every
+   * process of the node was granted is read from there at open. By default the parent of a data
+   * dir named `worker-<i>`, else the data dir itself (whose `worker-*` dirs are read too).
+   */
+  nodeDir?: string;
   io?: JournalIo;
 }
 
@@ -98,6 +110,11 @@ export interface HighWaterOptions {
  * only once the whole line and its newline were fsynced, so any text that is not a whole valid line
  * was never acknowledged; `recover` drops such a fragment at replay when a crash came before the
  * cut, keeping every whole line.
+ *
+ * With `--workers N` each process keeps its own files in `<data-dir>/worker-<i>`, but the node is
+ * one: at open the record is the maximum over this process's files, the node dir's and every other
+ * `worker-*` dir's (read only: each process writes only its own). A process that opens after a
+ * database went back so knows what any process of the node was granted before it opened.
  */
 export class HighWaterFile {
   readonly path: string;
@@ -105,6 +122,8 @@ export class HighWaterFile {
   private readonly file: FileShape;
   private readonly mine: HighWater;
   private readonly io: JournalIo;
+  /** The other processes' files of the node that could not be read, and why (they were left out). */
+  readonly unreadable: string[] = [];
   private chain: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
   /** Lines not yet in the journal. */
@@ -126,6 +145,8 @@ export class HighWaterFile {
     this.io = options.io ?? fileIo;
     this.path = join(dataDir, HIGH_WATER_FILE);
     this.journalPath = join(dataDir, HIGH_WATER_JOURNAL);
+    // The journal before the file: see `readSibling` (for this process's own files, which no one
+    // else writes, the order does not matter).
     const journal = readJournal(this.journalPath);
     this.file = read(this.path);
     if (journal !== undefined) {
@@ -148,6 +169,9 @@ export class HighWaterFile {
     this.journalDurable = journal !== undefined;
     const stored: StoreShape = { epoch: 0, tags: {} };
     raise(stored, this.file.stores[scope]);
+    for (const dir of nodeDirs(options.nodeDir ?? nodeDirOf(dataDir), dataDir)) {
+      raise(stored, readSibling(dir, this.unreadable).stores[scope]);
+    }
     this.mine = {
       epoch: stored.epoch,
       identity: stored.identity,
@@ -290,6 +314,68 @@ function cutSync(path: string, length: number): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The node's data dir for a process keeping its files in `dataDir`. */
+function nodeDirOf(dataDir: string): string {
+  const own = resolve(dataDir);
+  return WORKER_DIR.test(basename(own)) ? dirname(own) : own;
+}
+
+/** The node dir and every `worker-*` dir in it, but this process's own. */
+function nodeDirs(nodeDir: string, dataDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(nodeDir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && WORKER_DIR.test(entry.name))
+      .map((entry) => entry.name)
+      .sort();
+  } catch {
+    names = [];
+  }
+  const own = resolve(dataDir);
+  return [nodeDir, ...names.map((name) => join(nodeDir, name))].filter((dir) => resolve(dir) !== own);
+}
+
+/**
+ * What another process of the node recorded in `dir`, read only and while that process may be
+ * writing. The journal is read before the file: that process's compaction writes the file (with
+ * every journal line) before it empties the journal, so a journal read first either still holds
+ * the lines or the file read after it has them. Its last line may be an append in progress (left
+ * out, never cut: the file is not ours). A file or line that cannot be read is left out and noted
+ * in `unreadable`, and the start goes on: those files are that process's to report, and it
+ * refuses its own start on them (so a node with `--workers` does not start either); a leftover dir
+ * of an earlier run with more workers must not stop a node from starting with fewer. What can be
+ * read only raises the record, so leaving something out makes it no lower than this process's own.
+ */
+function readSibling(dir: string, unreadable: string[]): FileShape {
+  const into: FileShape = { version: 1, stores: {} };
+  let journal: Journal | undefined;
+  try {
+    journal = readJournal(join(dir, HIGH_WATER_JOURNAL));
+  } catch (error) {
+    unreadable.push(`${join(dir, HIGH_WATER_JOURNAL)}: ${(error as Error).message}`);
+  }
+  try {
+    const file = readFileShape(join(dir, HIGH_WATER_FILE));
+    if (file !== undefined)
+      for (const [scope, store] of Object.entries(file.stores)) raiseIn(into, scope, store);
+  } catch (error) {
+    unreadable.push(`${join(dir, HIGH_WATER_FILE)}: ${(error as Error).message}`);
+  }
+  journal?.lines.forEach((line, i) => {
+    const records = recover(line);
+    if (records === undefined)
+      unreadable.push(`${join(dir, HIGH_WATER_JOURNAL)} line ${i + 1}: ${whyUnreadable(line)}`);
+    for (const record of records ?? []) apply(into, record);
+  });
+  return into;
+}
+
+function raiseIn(file: FileShape, scope: string, from: StoreShape): void {
+  const store = file.stores[scope] ?? { epoch: 0, tags: {} };
+  file.stores[scope] = store;
+  raise(store, from);
 }
 
 /** Raises `store` to `from` by the rules of `apply`: the newer epoch, the higher max_id per tag. */
