@@ -45,7 +45,7 @@ interface JournalLine {
 
 /**
  * How every journal line begins: `JSON.stringify` writes `store` first. Inside a JSON string a quote
- * is written `\\"`, so these 9 characters occur in a line only at its start; the start of the next
+ * is written `\"`, so these 9 characters occur in a line only at its start; the start of the next
  * record is found by them in a line that an append continued after a torn one (see `recover`).
  */
 const RECORD_START = '{"store":';
