@@ -193,7 +193,11 @@ function aggregateFor(
   if (live.length === 0) finish();
 }
 
-/** Worker i keeps its lock and worker-ID file in `<data-dir>/worker-<i>`; the store is shared. */
+/**
+ * Worker i keeps its lock, worker-ID file and segment high-water in `<data-dir>/worker-<i>`; the
+ * store is shared. The high-water is the node's: `HighWaterFile` finds the other workers' files by
+ * this name (cluster-high-water.test.ts keeps the two in step).
+ */
 export function workerDataDir(dataDir: string, index: number): string {
   return join(dataDir, `worker-${index}`);
 }

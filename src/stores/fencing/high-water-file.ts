@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 
 /** What a node remembers of one database, across restarts. */
@@ -14,7 +14,13 @@ export interface HighWater {
 
 interface FileShape {
   version: 1;
-  stores: Record<string, { epoch: number; identity?: string; tags: Record<string, string> }>;
+  stores: Record<string, StoreShape>;
+}
+
+interface StoreShape {
+  epoch: number;
+  identity?: string;
+  tags: Record<string, string>;
 }
 
 export const HIGH_WATER_FILE = 'segment-high-water.json';
@@ -22,6 +28,11 @@ export const HIGH_WATER_FILE = 'segment-high-water.json';
 export const HIGH_WATER_JOURNAL = 'segment-high-water.log';
 /** The journal is folded into the file once it holds this many lines, or 4 per tag if more. */
 const COMPACT_AFTER_LINES = 4_096;
+/**
+ * The data dir of process i of `frond serve --workers N` is `<data-dir>/worker-<i>`
+ * (`workerDataDir` in src/server/cluster.ts; a test keeps the two in step).
+ */
+const WORKER_DIR = /^worker-[0-9]+$/;
 
 /** One change: a store's epoch (and identity) seen, and a tag's max_id when a segment was granted. */
 interface JournalLine {
@@ -30,6 +41,54 @@ interface JournalLine {
   identity?: string;
   tag?: string;
   max?: string;
+}
+
+/**
+ * How every journal line begins: `JSON.stringify` writes `store` first. Inside a JSON string a quote
+ * is written `\"`, so these 9 characters occur in a line only at its start; the start of the next
+ * record is found by them in a line that an append continued after a torn one (see `recover`).
+ */
+const RECORD_START = '{"store":';
+
+/** The two file operations the journal needs; tests pass failing ones to play a full disk. */
+export interface JournalIo {
+  /** Appends `text` at the end of `path` (creating it) and fsyncs it; may leave part of it on failure. */
+  append(path: string, text: string): Promise<void>;
+  /** Cuts `path` to `length` bytes and fsyncs it. */
+  truncate(path: string, length: number): Promise<void>;
+}
+
+const fileIo: JournalIo = {
+  async append(path, text) {
+    const handle = await open(path, 'a');
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  },
+  async truncate(path, length) {
+    const handle = await open(path, 'r+');
+    try {
+      // Never longer: a journal already shorter has no fragment at its end, and zeros added by
+      // extending it would make an unreadable line.
+      if ((await handle.stat()).size > length) await handle.truncate(length);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  },
+};
+
+export interface HighWaterOptions {
+  /**
+   * The node's data dir when this process keeps its own below it (`--workers`): what every
+   * process of the node was granted is read from there at open. By default the parent of a data
+   * dir named `worker-<i>`, else the data dir itself (whose `worker-*` dirs are read too).
+   */
+  nodeDir?: string;
+  io?: JournalIo;
 }
 
 /**
@@ -42,19 +101,38 @@ interface JournalLine {
  * (a temporary file, fsync, rename, fsync of the directory, then the journal emptied) once it is
  * longer than 4 lines per tag, so that cost is paid once per thousands of loads. Replaying a line
  * twice changes nothing (every value only goes up), so a crash between the rename and the emptying
- * is harmless; a last line cut short by a crash was never acknowledged and is left out. Writes are
- * serialized; one write covers every change made before it started.
+ * is harmless. Writes are serialized; one write covers every change made before it started.
+ *
+ * A torn append (a full disk: ENOSPC after part of the text was written, or a failed fsync) is
+ * undone: the journal's length after the last append that was fsynced whole is kept, and the
+ * journal is cut back to it before the lines are tried again; if the cut fails too, the next write
+ * cuts first and appends nothing until that works. A record is acknowledged (its segment served)
+ * only once the whole line and its newline were fsynced, so any text that is not a whole valid line
+ * was never acknowledged; `recover` drops such a fragment at replay when a crash came before the
+ * cut, keeping every whole line.
+ *
+ * With `--workers N` each process keeps its own files in `<data-dir>/worker-<i>`, but the node is
+ * one: at open the record is the maximum over this process's files, the node dir's and every other
+ * `worker-*` dir's (read only: each process writes only its own). A process that opens after a
+ * database went back so knows what any process of the node was granted before it opened.
  */
 export class HighWaterFile {
   readonly path: string;
   private readonly journalPath: string;
   private readonly file: FileShape;
   private readonly mine: HighWater;
+  private readonly io: JournalIo;
+  /** The other processes' files of the node that could not be read, and why (they were left out). */
+  readonly unreadable: string[] = [];
   private chain: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
   /** Lines not yet in the journal. */
   private pending: string[] = [];
   private journalLines: number;
+  /** The journal's length in bytes after the last append fsynced whole (or the last cut). */
+  private journalBytes: number;
+  /** An append failed and the journal could not be cut back yet: it may end in a fragment. */
+  private torn = false;
   /** Whether the journal's directory entry is known to be on disk. */
   private journalDurable: boolean;
 
@@ -62,18 +140,42 @@ export class HighWaterFile {
     dataDir: string,
     /** The store this node uses, without host and password (a failover changes the host). */
     private readonly scope: string,
+    options: HighWaterOptions = {},
   ) {
+    this.io = options.io ?? fileIo;
     this.path = join(dataDir, HIGH_WATER_FILE);
     this.journalPath = join(dataDir, HIGH_WATER_JOURNAL);
+    // The journal before the file: see `readSibling` (for this process's own files, which no one
+    // else writes, the order does not matter).
+    const journal = readJournal(this.journalPath);
     this.file = read(this.path);
-    const replayed = replay(this.journalPath, this.file);
-    this.journalLines = replayed.lines;
-    this.journalDurable = replayed.exists;
-    const stored = this.file.stores[scope];
+    if (journal !== undefined) {
+      // Text after the last newline was never fsynced as a whole line (a crash during an append):
+      // cut off, so that the next line appended does not run into it.
+      if (journal.whole < journal.size) cutSync(this.journalPath, journal.whole);
+      journal.lines.forEach((line, i) => {
+        const records = recover(line);
+        if (records === undefined) {
+          throw new FrondError(
+            'INVALID_CONFIG',
+            `${this.journalPath} line ${i + 1} is unreadable (${whyUnreadable(line)}); it holds the highest segment IDs this node was granted. Restore it, or delete it and ${HIGH_WATER_FILE} if the database was never failed over or restored since this node last ran`,
+          );
+        }
+        for (const record of records) apply(this.file, record);
+      });
+    }
+    this.journalLines = journal?.lines.length ?? 0;
+    this.journalBytes = journal?.whole ?? 0;
+    this.journalDurable = journal !== undefined;
+    const stored: StoreShape = { epoch: 0, tags: {} };
+    raise(stored, this.file.stores[scope]);
+    for (const dir of nodeDirs(options.nodeDir ?? nodeDirOf(dataDir), dataDir)) {
+      raise(stored, readSibling(dir, this.unreadable).stores[scope]);
+    }
     this.mine = {
-      epoch: stored?.epoch ?? 0,
-      identity: stored?.identity,
-      tags: new Map(Object.entries(stored?.tags ?? {}).map(([tag, max]) => [tag, BigInt(max)])),
+      epoch: stored.epoch,
+      identity: stored.identity,
+      tags: new Map(Object.entries(stored.tags).map(([tag, max]) => [tag, BigInt(max)])),
     };
   }
 
@@ -121,20 +223,27 @@ export class HighWaterFile {
   private async write(): Promise<void> {
     const lines = this.pending;
     this.pending = [];
+    const text = `${lines.join('\n')}\n`;
     try {
-      const handle = await open(this.journalPath, 'a');
+      // A fragment left by an earlier failure is cut before anything is appended after it.
+      if (this.torn) await this.cut();
       try {
-        await handle.writeFile(`${lines.join('\n')}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
+        await this.io.append(this.journalPath, text);
+      } catch (error) {
+        // Part of `text` may be in the journal (ENOSPC after some bytes; or all of it, unsynced):
+        // cut back at once, so the lines tried again start on a line of their own.
+        this.torn = true;
+        await this.cut().catch(() => undefined);
+        throw error;
       }
+      this.journalBytes += Buffer.byteLength(text);
       if (!this.journalDurable) {
         await syncDirectory(this.journalPath);
         this.journalDurable = true;
       }
     } catch (error) {
-      // Not on disk: the next write carries these lines again.
+      // Not on disk (or its directory entry may not be): the next write carries these lines
+      // again; a line written twice changes nothing.
       this.pending = [...lines, ...this.pending];
       throw error;
     }
@@ -143,26 +252,48 @@ export class HighWaterFile {
     if (this.journalLines > Math.max(COMPACT_AFTER_LINES, 4 * this.mine.tags.size)) await this.compact();
   }
 
+  /** The journal back to its last length fsynced whole; throws (still torn) if that fails. */
+  private async cut(): Promise<void> {
+    try {
+      await this.io.truncate(this.journalPath, this.journalBytes);
+    } catch (error) {
+      // No journal, no fragment: the failed append did not even create it.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      this.journalBytes = 0;
+      this.journalDurable = false;
+    }
+    this.torn = false;
+  }
+
   /** The whole file from what the journal says, then an empty journal. */
   private async compact(): Promise<void> {
     const text = `${JSON.stringify(this.file)}\n`;
     const temporary = `${this.path}.${process.pid}.tmp`;
-    const handle = await open(temporary, 'w');
     try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
+      const handle = await open(temporary, 'w');
+      try {
+        await handle.writeFile(text);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, this.path);
+    } catch (error) {
+      // A full disk: the journal still holds everything, and the next write tries again.
+      await rm(temporary, { force: true }).catch(() => undefined);
+      throw error;
     }
-    await rename(temporary, this.path);
     await syncDirectory(this.path);
-    const journal = await open(this.journalPath, 'w');
-    try {
-      await journal.sync();
-    } finally {
-      await journal.close();
-    }
+    // Every line is in the file now, so the journal may be emptied at any later time: if this cut
+    // fails (it may have emptied the journal without an fsync), the next write cuts first.
+    this.journalBytes = 0;
     this.journalLines = 0;
+    try {
+      await this.io.truncate(this.journalPath, 0);
+    } catch (error) {
+      this.torn = true;
+      throw error;
+    }
   }
 }
 
@@ -175,81 +306,231 @@ async function syncDirectory(path: string): Promise<void> {
   }
 }
 
+function cutSync(path: string, length: number): void {
+  const fd = openSync(path, 'r+');
+  try {
+    ftruncateSync(fd, length);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The node's data dir for a process keeping its files in `dataDir`. */
+function nodeDirOf(dataDir: string): string {
+  const own = resolve(dataDir);
+  return WORKER_DIR.test(basename(own)) ? dirname(own) : own;
+}
+
+/** The node dir and every `worker-*` dir in it, but this process's own. */
+function nodeDirs(nodeDir: string, dataDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(nodeDir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && WORKER_DIR.test(entry.name))
+      .map((entry) => entry.name)
+      .sort();
+  } catch {
+    names = [];
+  }
+  const own = resolve(dataDir);
+  return [nodeDir, ...names.map((name) => join(nodeDir, name))].filter((dir) => resolve(dir) !== own);
+}
+
+/**
+ * What another process of the node recorded in `dir`, read only and while that process may be
+ * writing. The journal is read before the file: that process's compaction writes the file (with
+ * every journal line) before it empties the journal, so a journal read first either still holds
+ * the lines or the file read after it has them. Its last line may be an append in progress (left
+ * out, never cut: the file is not ours). A file or line that cannot be read is left out and noted
+ * in `unreadable`, and the start goes on: those files are that process's to report, and it
+ * refuses its own start on them (so a node with `--workers` does not start either); a leftover dir
+ * of an earlier run with more workers must not stop a node from starting with fewer. What can be
+ * read only raises the record, so leaving something out makes it no lower than this process's own.
+ */
+function readSibling(dir: string, unreadable: string[]): FileShape {
+  const into: FileShape = { version: 1, stores: {} };
+  let journal: Journal | undefined;
+  try {
+    journal = readJournal(join(dir, HIGH_WATER_JOURNAL));
+  } catch (error) {
+    unreadable.push(`${join(dir, HIGH_WATER_JOURNAL)}: ${(error as Error).message}`);
+  }
+  try {
+    const file = readFileShape(join(dir, HIGH_WATER_FILE));
+    if (file !== undefined)
+      for (const [scope, store] of Object.entries(file.stores)) raiseIn(into, scope, store);
+  } catch (error) {
+    unreadable.push(`${join(dir, HIGH_WATER_FILE)}: ${(error as Error).message}`);
+  }
+  journal?.lines.forEach((line, i) => {
+    const records = recover(line);
+    if (records === undefined)
+      unreadable.push(`${join(dir, HIGH_WATER_JOURNAL)} line ${i + 1}: ${whyUnreadable(line)}`);
+    for (const record of records ?? []) apply(into, record);
+  });
+  return into;
+}
+
+function raiseIn(file: FileShape, scope: string, from: StoreShape): void {
+  const store = file.stores[scope] ?? { epoch: 0, tags: {} };
+  file.stores[scope] = store;
+  raise(store, from);
+}
+
+/** Raises `store` to `from` by the rules of `apply`: the newer epoch, the higher max_id per tag. */
+function raise(store: StoreShape, from: StoreShape | undefined): void {
+  if (from === undefined) return;
+  if (typeof from.epoch === 'number') raiseEpoch(store, from.epoch, from.identity);
+  for (const [tag, max] of Object.entries(from.tags ?? {})) {
+    if (typeof max === 'string' && INTEGER.test(max)) raiseTag(store, tag, max);
+  }
+}
+
 /** A journal line into the file's shape, by the same rules as in memory: values only go up. */
 function apply(file: FileShape, line: JournalLine): void {
   const store = file.stores[line.store] ?? { epoch: 0, tags: {} };
   file.stores[line.store] = store;
-  if (line.epoch > store.epoch || (line.epoch === store.epoch && store.identity === undefined)) {
-    store.epoch = line.epoch;
-    if (line.identity === undefined) delete store.identity;
-    else store.identity = line.identity;
-  }
-  if (line.tag !== undefined && line.max !== undefined) {
-    const known = store.tags[line.tag];
-    if (known === undefined || BigInt(line.max) > BigInt(known)) store.tags[line.tag] = line.max;
+  apply1(store, line);
+}
+
+function apply1(store: StoreShape, line: JournalLine): void {
+  raiseEpoch(store, line.epoch, line.identity);
+  if (line.tag !== undefined && line.max !== undefined) raiseTag(store, line.tag, line.max);
+}
+
+function raiseEpoch(store: StoreShape, epoch: number, identity: string | undefined): void {
+  if (epoch > store.epoch || (epoch === store.epoch && store.identity === undefined)) {
+    store.epoch = epoch;
+    if (identity === undefined) delete store.identity;
+    else store.identity = identity;
   }
 }
 
-/** Applies the journal to `file`; a last line cut short by a crash is left out, any other is refused. */
-function replay(path: string, file: FileShape): { lines: number; exists: boolean } {
+function raiseTag(store: StoreShape, tag: string, max: string): void {
+  const known = store.tags[tag];
+  if (known === undefined || BigInt(max) > BigInt(known)) store.tags[tag] = max;
+}
+
+const INTEGER = /^-?[0-9]+$/;
+
+/** A whole journal line, or undefined. */
+function parseLine(text: string): JournalLine | undefined {
+  try {
+    const line = JSON.parse(text) as JournalLine;
+    if (typeof line !== 'object' || line === null) return undefined;
+    if (typeof line.store !== 'string' || typeof line.epoch !== 'number') return undefined;
+    if (line.max !== undefined && (typeof line.max !== 'string' || !INTEGER.test(line.max))) return undefined;
+    return line;
+  } catch {
+    return undefined;
+  }
+}
+
+function whyUnreadable(text: string): string {
+  try {
+    JSON.parse(text);
+    return 'not a change';
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/**
+ * The records of one journal line (text between two newlines), or undefined when it holds none
+ * that can be trusted. A whole valid line is one record. Otherwise the line may be an append that
+ * ran on after a torn one: the torn append left a fragment with no newline (ENOSPC after part of
+ * the text, and a crash before it was cut back), and the next append began on its line. Split at
+ * each RECORD_START, such a line is fragments and whole records, and ends with a whole record
+ * (the writer writes a newline only right after a whole record).
+ *
+ * - A fragment (a piece that starts a record but does not parse) was never acknowledged: its
+ *   append failed, so no segment was served on it; the append tried again wrote it whole after it
+ *   (that is the record that follows), or the process stopped before it served anything. Dropped.
+ *   A proper prefix of a JSON object lacks its closing brace, so a cut line never parses as a
+ *   record with a shorter (lower) max_id.
+ * - A whole record before the last one (a torn append cut just before its newline) may not have
+ *   been acknowledged either; it is kept, as every value only goes up and one too high costs at
+ *   most a fence, never an ID twice.
+ *
+ * A line that does not end with a whole record is damage, not a torn append (say, an acknowledged
+ * line cut short in the middle of the file): it is refused, as a guess could lower a max_id.
+ */
+function recover(text: string): JournalLine[] | undefined {
+  const whole = parseLine(text);
+  if (whole !== undefined) return [whole];
+  const starts = [0];
+  for (let at = text.indexOf(RECORD_START, 1); at !== -1; at = text.indexOf(RECORD_START, at + 1))
+    starts.push(at);
+  if (starts.length === 1) return undefined;
+  const pieces = starts.map((start, i) => text.slice(start, starts[i + 1]));
+  const last = parseLine(pieces.pop() as string);
+  if (last === undefined) return undefined;
+  const records: JournalLine[] = [];
+  for (const piece of pieces) {
+    const record = parseLine(piece);
+    if (record !== undefined) records.push(record);
+    // A fragment begins like every record: its first bytes are RECORD_START or a prefix of it.
+    else if (!piece.startsWith(RECORD_START) && !RECORD_START.startsWith(piece)) return undefined;
+  }
+  records.push(last);
+  return records;
+}
+
+interface Journal {
+  /** The lines that end with a newline, decoded one by one. */
+  lines: string[];
+  /** Bytes up to and with the last newline. */
+  whole: number;
+  size: number;
+}
+
+/** The journal's whole lines, or undefined if there is none. Bytes, not text: a fragment may end inside a character. */
+function readJournal(path: string): Journal | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const lines: string[] = [];
+  let start = 0;
+  for (let end = bytes.indexOf(0x0a); end !== -1; end = bytes.indexOf(0x0a, start)) {
+    lines.push(bytes.toString('utf8', start, end));
+    start = end + 1;
+  }
+  return { lines, whole: start, size: bytes.length };
+}
+
+/** The file, or undefined if there is none; throws a plain Error if it cannot be read. */
+function readFileShape(path: string): FileShape | undefined {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { lines: 0, exists: false };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const lines = text.split('\n');
-  // The text after the last newline was never fsynced as a whole line: cut off, so that the next
-  // line appended does not run into it.
-  const torn = lines.pop() ?? '';
-  if (torn !== '') {
-    const fd = openSync(path, 'r+');
-    try {
-      ftruncateSync(fd, Buffer.byteLength(text) - Buffer.byteLength(torn));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  }
-  lines.forEach((text, i) => {
-    let line: JournalLine;
-    try {
-      line = JSON.parse(text) as JournalLine;
-      if (typeof line.store !== 'string' || typeof line.epoch !== 'number') throw new Error('not a change');
-      if (line.max !== undefined && !/^-?[0-9]+$/.test(line.max)) throw new Error('max is not an integer');
-    } catch (error) {
-      throw new FrondError(
-        'INVALID_CONFIG',
-        `${path} line ${i + 1} is unreadable (${(error as Error).message}); it holds the highest segment IDs this node was granted. Restore it, or delete it and ${HIGH_WATER_FILE} if the database was never failed over or restored since this node last ran`,
-      );
-    }
-    apply(file, line);
-  });
-  return { lines: lines.length, exists: true };
+  const parsed = JSON.parse(text) as FileShape;
+  if (parsed?.version !== 1 || typeof parsed.stores !== 'object' || parsed.stores === null)
+    throw new Error('not version 1');
+  return parsed;
 }
 
 function read(path: string): FileShape {
-  let text: string;
+  let parsed: FileShape | undefined;
   try {
-    text = readFileSync(path, 'utf8');
+    parsed = readFileShape(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      mkdirSync(dirname(path), { recursive: true });
-      return { version: 1, stores: {} };
-    }
-    throw error;
-  }
-  try {
-    const parsed = JSON.parse(text) as FileShape;
-    if (parsed.version !== 1 || typeof parsed.stores !== 'object' || parsed.stores === null)
-      throw new Error('not version 1');
-    return parsed;
-  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== undefined) throw error;
     // Never guessed at: a node that cannot read where it was could serve an ID again.
     throw new FrondError(
       'INVALID_CONFIG',
       `${path} is unreadable (${(error as Error).message}); it holds the highest segment IDs this node was granted. Restore it, or delete it if the database was never failed over or restored since this node last ran`,
     );
   }
+  if (parsed !== undefined) return parsed;
+  mkdirSync(dirname(path), { recursive: true });
+  return { version: 1, stores: {} };
 }
