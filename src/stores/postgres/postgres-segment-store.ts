@@ -293,10 +293,20 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     return result.rows.map(toTagRow);
   }
 
+  /**
+   * One statement: nothing is inserted for a name whose opaque setting is still in
+   * frond_tag_options without a row (the row was deleted by hand): its opaque IDs are spread over
+   * the whole domain, and a plain tag under that name could repeat one of them. A row that is there
+   * fails the insert: TAG_EXISTS.
+   */
   async addTag(tag: NewTag): Promise<void> {
+    let result: { rowCount: number | null };
     try {
-      await this.query({
-        text: 'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4)',
+      result = await this.query({
+        text: `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+  SELECT $1::varchar, $2::bigint, $3::integer, $4::varchar
+   WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
+      OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`,
         values: [tag.tag, tag.start.toString(), tag.step, tag.description ?? null],
       });
     } catch (error) {
@@ -305,6 +315,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       }
       throw error;
     }
+    if (result.rowCount === 0) throw opaqueSettingRemains(tag.tag);
   }
 
   async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
@@ -468,6 +479,17 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
 function sqlState(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * A plain tag under a name whose opaque setting outlived its row (deleted by hand) is refused: the
+ * setting stays in frond_tag_options for good, so a row put back under the name is opaque again.
+ */
+function opaqueSettingRemains(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_TAG_FIXED',
+    `tag ${tag} was an opaque tag and its setting remains in frond_tag_options: a plain tag under that name could repeat one of its IDs; use a new name`,
+  );
 }
 
 /** A granted row as an Allocation: served under the kind read in its statement. */
