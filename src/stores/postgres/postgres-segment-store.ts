@@ -15,7 +15,6 @@ import {
   COLUMNS,
   type NetworkSqlOptions,
   type OptionRow,
-  onceUntilFailure,
   opaqueMap,
   optionsOf,
   type RawRow,
@@ -23,6 +22,7 @@ import {
 } from '../sql/network-sql.js';
 import type { TableCheck } from '../store-backend.js';
 import { postgresSsl } from './postgres-tls.js';
+import { TableCheckOnce } from './table-check.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -145,8 +145,11 @@ const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i
 export class PostgresSegmentStore implements TagStore, FenceOps {
   readonly description: string;
   private readonly pool: pg.Pool;
-  /** The first query of a store checks the table, once; a failed check is tried again next time. */
-  private readonly ensureTable = onceUntilFailure(() => this.checkTable());
+  /**
+   * The first query of a store checks the tables, once; a failed check is tried again next time,
+   * and so is one whose tables were dropped since (`withTables`).
+   */
+  private readonly tables = new TableCheckOnce(() => this.checkTable());
 
   constructor(options: NetworkSqlOptions) {
     const logger = options.logger ?? silentLogger;
@@ -385,8 +388,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
    * range is thrown away. A connection that failed is closed, not returned to the pool.
    */
   private onClient<T>(operation: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.guard(async () => {
-      await this.ensureTable();
+    return this.withTables(async () => {
       const client = await this.pool.connect();
       let warning: string | undefined;
       const onNotice = (notice: { message?: string | undefined }) => {
@@ -419,9 +421,27 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
 
   /** One statement on a pooled connection; a failed connection is closed, not returned to the pool. */
   private query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+    return this.withTables(() => this.pool.query<R>(config));
+  }
+
+  /**
+   * `operation` after the table check. A statement that failed because a table is missing (42P01:
+   * dropped while the node runs) did nothing, its transaction rolled back: the check is forgotten
+   * and run again (it creates frond's tables, and leaf_alloc, as at start), and the operation is
+   * tried once more. Without this the check, done once, would never run again and every load would
+   * fail (503) until the node restarted.
+   */
+  private withTables<T>(operation: () => Promise<T>): Promise<T> {
     return this.guard(async () => {
-      await this.ensureTable();
-      return this.pool.query<R>(config);
+      await this.tables.run();
+      try {
+        return await operation();
+      } catch (error) {
+        if (sqlState(error) !== UNDEFINED_TABLE) throw error;
+        this.tables.forget();
+      }
+      await this.tables.run();
+      return operation();
     });
   }
 
@@ -451,7 +471,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       return 'exists';
     } catch (error) {
       if (sqlState(error) === '42703') throw missingColumn(this.description, error);
-      if (sqlState(error) !== '42P01') throw error;
+      if (sqlState(error) !== UNDEFINED_TABLE) throw error;
     }
     try {
       await this.pool.query(POSTGRES_DDL);
@@ -474,6 +494,9 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     }
   }
 }
+
+/** PostgreSQL's undefined_table. */
+const UNDEFINED_TABLE = '42P01';
 
 /** The SQLSTATE of a PostgreSQL error (`42P01`: no such table). */
 function sqlState(error: unknown): string | undefined {
