@@ -137,9 +137,10 @@ interface AdvanceRow {
 const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i;
 
 /**
- * `leaf_alloc` in PostgreSQL, shared by any number of nodes. An allocation is one statement,
- * `UPDATE … RETURNING`: its own transaction, holding the row lock from the update to the commit, as
- * Leaf's UPDATE-then-SELECT transaction does, in one round trip instead of four. The pool
+ * `leaf_alloc` in PostgreSQL, shared by any number of nodes. An allocation is one statement
+ * (`ADVANCE`: the UPDATE … RETURNING, the high-water record and the kind): its own transaction,
+ * holding the row lock from the update to the commit, as Leaf's UPDATE-then-SELECT transaction
+ * does, in one round trip instead of four. The pool
  * reconnects by itself; a connection that failed or timed out is discarded, never reused.
  */
 export class PostgresSegmentStore implements TagStore, FenceOps {
