@@ -9,13 +9,12 @@ import {
   type TagRow,
   type TagStore,
 } from '../../core/tag-admin.js';
-import { PLAIN_KIND } from '../../core/tag-kind.js';
+import { kindOf } from '../../core/tag-kind.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
   type OptionRow,
-  onceUntilFailure,
   opaqueMap,
   optionsOf,
   type RawRow,
@@ -23,6 +22,7 @@ import {
 } from '../sql/network-sql.js';
 import type { TableCheck } from '../store-backend.js';
 import { postgresSsl } from './postgres-tls.js';
+import { TableCheckOnce } from './table-check.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -69,64 +69,88 @@ export const POSTGRES_FROND_DDL = [
 const IDENTITY_SQL = `(SELECT system_identifier::text FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)`;
 
 /**
- * One statement, one transaction: the fence row is locked (KEY SHARE: only a fence waits for it)
- * and compared with this database; the row of the tag advances only if they match, from at least
- * the highest max_id frond recorded for it (a leaf_alloc restored to an older state goes on above
- * it), and the new max_id is recorded.
+ * Every advance is one statement, so one transaction and one snapshot (READ COMMITTED takes one per
+ * statement): the row of the tag advances from at least the highest max_id frond recorded for it
+ * (a leaf_alloc restored to an older state, or a row deleted and put back lower by hand, goes on
+ * above it), the new max_id is recorded, and the tag's kind is read from frond_tag_options. A row
+ * of frond_tag_options is inserted only in the transaction that inserts its leaf_alloc row and is
+ * never changed, so the row this statement advances was inserted by a transaction its snapshot
+ * sees, and so is that row's setting: the kind read is the kind of the row granted.
+ *
+ * Fenced (what a node serves from): the fence row is locked first (KEY SHARE: only a fence waits
+ * for it) and compared with this database; the row advances only if they match. Unfenced (tests,
+ * tools) the fence is not read at all: the statement then locks only the tag's rows, and no order
+ * of locks can deadlock with a fence.
+ *
+ * The bound is part of the UPDATE: a range past 2^63 - 1 changes nothing (PostgreSQL would fail the
+ * statement with "bigint out of range", which says less). `$1` is the tag, `$2` the step when one is
+ * given: the only values in the statement, both parameters.
  */
-const ADVANCE_FENCED = (byStep: boolean) => {
+const ADVANCE = (fenced: boolean, byStep: boolean) => {
   const by = byStep ? '$2::bigint' : 'step';
   // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher.
   const floor =
     'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1), max_id))';
-  return {
-    name: byStep ? 'frond_advance_fenced_by_v2' : 'frond_advance_fenced_v2',
-    text: `WITH fence AS (
+  const fence = fenced
+    ? `fence AS (
   SELECT epoch, identity, identity = ${IDENTITY_SQL} AS current FROM frond_fence WHERE id = 1 FOR KEY SHARE
-), advanced AS (
+), `
+    : '';
+  return {
+    // Named statements are parsed once per connection; a new text needs a new name.
+    name: `frond_advance${fenced ? '_fenced' : ''}${byStep ? '_by' : ''}_v3`,
+    text: `WITH ${fence}advanced AS (
   UPDATE leaf_alloc
      SET max_id = ${floor} + ${by},
          update_time = CURRENT_TIMESTAMP
-   WHERE biz_tag = $1 AND (SELECT current FROM fence) AND ${floor} <= ${MAX_SEGMENT_ID} - ${by}
+   WHERE biz_tag = $1${fenced ? ' AND (SELECT current FROM fence)' : ''} AND ${floor} <= ${MAX_SEGMENT_ID} - ${by}
   RETURNING max_id, step
 ), recorded AS (
   INSERT INTO frond_high_water (biz_tag, max_id) SELECT $1, max_id FROM advanced
   ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
 )
-SELECT f.epoch, ${IDENTITY_SQL} AS identity, f.current, a.max_id, a.step,
+SELECT ${fenced ? `f.epoch, ${IDENTITY_SQL} AS identity, f.current` : 'NULL::bigint AS epoch, NULL::text AS identity, NULL::boolean AS current'},
+       a.max_id, a.step, o.opaque_domain, o.key_check,
        GREATEST(l.max_id, COALESCE(h.max_id, l.max_id)) AS floor, l.step AS table_step
   FROM (SELECT 1) one
-  LEFT JOIN fence f ON true LEFT JOIN advanced a ON true
-  LEFT JOIN leaf_alloc l ON l.biz_tag = $1 LEFT JOIN frond_high_water h ON h.biz_tag = $1`,
+  ${fenced ? 'LEFT JOIN fence f ON true ' : ''}LEFT JOIN advanced a ON true
+  LEFT JOIN leaf_alloc l ON l.biz_tag = $1 LEFT JOIN frond_high_water h ON h.biz_tag = $1
+  LEFT JOIN frond_tag_options o ON o.biz_tag = $1`,
   };
 };
+
+/** What an advance statement returns: one row, whatever happened. */
+interface AdvanceRow {
+  epoch: string | null;
+  identity: string | null;
+  current: boolean | null;
+  max_id: string | null;
+  step: number | null;
+  opaque_domain: string | null;
+  key_check: string | null;
+  /** The row's floor in the statement's snapshot (null without a row): for the refusal's message. */
+  floor: string | null;
+  table_step: number | null;
+}
 
 /** PostgreSQL reports a commit whose wait for a synchronous standby was cancelled as a WARNING. */
 const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i;
 
-// Named statements are parsed once per connection.
-// The bound is part of the UPDATE: a range past 2^63 - 1 changes nothing (PostgreSQL would fail the
-// statement with "bigint out of range", which says less).
-const ADVANCE_BY_TABLE_STEP = {
-  name: 'frond_advance_by_table_step_v2',
-  text: `UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $1 AND max_id <= ${MAX_SEGMENT_ID} - step RETURNING max_id, step`,
-};
-const ADVANCE_BY = {
-  name: 'frond_advance_by_v2',
-  text: `UPDATE leaf_alloc SET max_id = max_id + $1::int8, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2 AND max_id <= ${MAX_SEGMENT_ID} - $1::int8 RETURNING max_id, step`,
-};
-
 /**
- * `leaf_alloc` in PostgreSQL, shared by any number of nodes. An allocation is one statement,
- * `UPDATE … RETURNING`: its own transaction, holding the row lock from the update to the commit, as
- * Leaf's UPDATE-then-SELECT transaction does, in one round trip instead of four. The pool
+ * `leaf_alloc` in PostgreSQL, shared by any number of nodes. An allocation is one statement
+ * (`ADVANCE`: the UPDATE … RETURNING, the high-water record and the kind): its own transaction,
+ * holding the row lock from the update to the commit, as Leaf's UPDATE-then-SELECT transaction
+ * does, in one round trip instead of four. The pool
  * reconnects by itself; a connection that failed or timed out is discarded, never reused.
  */
 export class PostgresSegmentStore implements TagStore, FenceOps {
   readonly description: string;
   private readonly pool: pg.Pool;
-  /** The first query of a store checks the table, once; a failed check is tried again next time. */
-  private readonly ensureTable = onceUntilFailure(() => this.checkTable());
+  /**
+   * The first query of a store checks the tables, once; a failed check is tried again next time,
+   * and so is one whose tables were dropped since (`withTables`).
+   */
+  private readonly tables = new TableCheckOnce(() => this.checkTable());
 
   constructor(options: NetworkSqlOptions) {
     const logger = options.logger ?? silentLogger;
@@ -154,71 +178,46 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     });
   }
 
+  /** The same rules as a fenced advance (floor, record, kind), without the fence. */
   async advance(tag: string, step?: number): Promise<Allocation | undefined> {
-    const result = await this.query<{ max_id: string; step: number }>(
-      step === undefined
-        ? { ...ADVANCE_BY_TABLE_STEP, values: [tag] }
-        : { ...ADVANCE_BY, values: [step, tag] },
-    );
-    const row = result.rows[0];
-    if (row !== undefined)
-      return {
-        maxId: BigInt(row.max_id),
-        step: step ?? row.step,
-        tableStep: row.step,
-        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
-      };
-    // Nothing changed: no row, or one whose next range would pass 2^63 - 1.
-    const found = await this.query<{ max_id: string; step: number }>({
-      text: 'SELECT max_id, step FROM leaf_alloc WHERE biz_tag = $1',
-      values: [tag],
-    });
-    const current = found.rows[0];
-    const used = step ?? current?.step ?? 0;
-    if (current !== undefined && BigInt(current.max_id) > MAX_SEGMENT_ID - BigInt(used)) {
-      throw rangeExhausted(tag, current.max_id, used);
-    }
-    return undefined;
+    const row = await this.runAdvance(false, tag, step);
+    return row === undefined ? undefined : allocationOf(row, step);
   }
 
   async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    const statement = ADVANCE_FENCED(step !== undefined);
+    const row = await this.runAdvance(true, tag, step);
+    if (row === undefined) return undefined;
+    const epoch = row.epoch === null ? 0 : Number(row.epoch);
+    const identity = row.identity as string;
+    if (row.current !== true) return { kind: 'unfenced', epoch, identity };
+    return { kind: 'granted', allocation: allocationOf(row, step), epoch, identity };
+  }
+
+  /**
+   * One advance statement. Undefined: the tag has no row. ID_RANGE_EXHAUSTED: its next range would
+   * pass 2^63 - 1 (from the snapshot's floor). Otherwise the row, granted or (fenced) not.
+   */
+  private async runAdvance(
+    fenced: boolean,
+    tag: string,
+    step: number | undefined,
+  ): Promise<AdvanceRow | undefined> {
+    const statement = ADVANCE(fenced, step !== undefined);
+    // On a client of its own: a commit whose wait for a synchronous standby was cancelled fails it.
     const result = await this.onClient((client) =>
-      client.query<{
-        epoch: string | null;
-        identity: string;
-        current: boolean | null;
-        max_id: string | null;
-        step: number | null;
-        floor: string | null;
-        table_step: number | null;
-      }>({
-        ...statement,
-        values: step === undefined ? [tag] : [tag, step],
-      }),
+      client.query<AdvanceRow>({ ...statement, values: step === undefined ? [tag] : [tag, step] }),
     );
     const row = result.rows[0];
-    if (row === undefined) throw new Error('the fenced advance returned no row');
-    const epoch = row.epoch === null ? 0 : Number(row.epoch);
-    if (row.current !== true) return { kind: 'unfenced', epoch, identity: row.identity };
+    if (row === undefined) throw new Error('the advance returned no row');
+    if (fenced && row.current !== true) return row;
     if (row.max_id === null || row.step === null) {
-      // Nothing reserved: no row, or its next range would pass 2^63 - 1 (the snapshot's floor).
+      // Nothing reserved: no row, or its next range would pass 2^63 - 1.
       if (row.floor === null || row.table_step === null) return undefined;
       const used = step ?? row.table_step;
       if (BigInt(row.floor) > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.floor, used);
       return undefined;
     }
-    return {
-      kind: 'granted',
-      allocation: {
-        maxId: BigInt(row.max_id),
-        step: step ?? row.step,
-        tableStep: row.step,
-        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
-      },
-      epoch,
-      identity: row.identity,
-    };
+    return row;
   }
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
@@ -298,10 +297,20 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     return result.rows.map(toTagRow);
   }
 
+  /**
+   * One statement: nothing is inserted for a name whose opaque setting is still in
+   * frond_tag_options without a row (the row was deleted by hand): its opaque IDs are spread over
+   * the whole domain, and a plain tag under that name could repeat one of them. A row that is there
+   * fails the insert: TAG_EXISTS.
+   */
   async addTag(tag: NewTag): Promise<void> {
+    let result: { rowCount: number | null };
     try {
-      await this.query({
-        text: 'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4)',
+      result = await this.query({
+        text: `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+  SELECT $1::varchar, $2::bigint, $3::integer, $4::varchar
+   WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
+      OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`,
         values: [tag.tag, tag.start.toString(), tag.step, tag.description ?? null],
       });
     } catch (error) {
@@ -310,6 +319,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       }
       throw error;
     }
+    if (result.rowCount === 0) throw opaqueSettingRemains(tag.tag);
   }
 
   async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
@@ -379,8 +389,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
    * range is thrown away. A connection that failed is closed, not returned to the pool.
    */
   private onClient<T>(operation: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.guard(async () => {
-      await this.ensureTable();
+    return this.withTables(async () => {
       const client = await this.pool.connect();
       let warning: string | undefined;
       const onNotice = (notice: { message?: string | undefined }) => {
@@ -413,9 +422,27 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
 
   /** One statement on a pooled connection; a failed connection is closed, not returned to the pool. */
   private query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+    return this.withTables(() => this.pool.query<R>(config));
+  }
+
+  /**
+   * `operation` after the table check. A statement that failed because a table is missing (42P01:
+   * dropped while the node runs) did nothing, its transaction rolled back: the check is forgotten
+   * and run again (it creates frond's tables, and leaf_alloc, as at start), and the operation is
+   * tried once more. Without this the check, done once, would never run again and every load would
+   * fail (503) until the node restarted.
+   */
+  private withTables<T>(operation: () => Promise<T>): Promise<T> {
     return this.guard(async () => {
-      await this.ensureTable();
-      return this.pool.query<R>(config);
+      await this.tables.run();
+      try {
+        return await operation();
+      } catch (error) {
+        if (sqlState(error) !== UNDEFINED_TABLE) throw error;
+        this.tables.forget();
+      }
+      await this.tables.run();
+      return operation();
     });
   }
 
@@ -445,7 +472,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
       return 'exists';
     } catch (error) {
       if (sqlState(error) === '42703') throw missingColumn(this.description, error);
-      if (sqlState(error) !== '42P01') throw error;
+      if (sqlState(error) !== UNDEFINED_TABLE) throw error;
     }
     try {
       await this.pool.query(POSTGRES_DDL);
@@ -469,10 +496,34 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
   }
 }
 
+/** PostgreSQL's undefined_table. */
+const UNDEFINED_TABLE = '42P01';
+
 /** The SQLSTATE of a PostgreSQL error (`42P01`: no such table). */
 function sqlState(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * A plain tag under a name whose opaque setting outlived its row (deleted by hand) is refused: the
+ * setting stays in frond_tag_options for good, so a row put back under the name is opaque again.
+ */
+function opaqueSettingRemains(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_TAG_FIXED',
+    `tag ${tag} was an opaque tag and its setting remains in frond_tag_options: a plain tag under that name could repeat one of its IDs; use a new name`,
+  );
+}
+
+/** A granted row as an Allocation: served under the kind read in its statement. */
+function allocationOf(row: AdvanceRow, step: number | undefined): Allocation {
+  return {
+    maxId: BigInt(row.max_id as string),
+    step: step ?? (row.step as number),
+    tableStep: row.step as number,
+    kind: kindOf(row.opaque_domain, row.key_check),
+  };
 }
 
 function missingColumn(store: string, error: unknown): FrondError {
