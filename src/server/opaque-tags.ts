@@ -136,6 +136,15 @@ export class OpaqueTags {
     const key = kindKey(kind);
     const known = this.learned.get(tag);
     if (known !== undefined && known.key === key && !(known.mode instanceof FrondError)) return known.mode;
+    // frond never makes an opaque tag plain (its frond_tag_options row is never removed, and a plain
+    // tag under its name is refused), so a grant that says plain for a tag this node knows as opaque
+    // means that row was deleted by hand: serving plain IDs could repeat opaque ones already served.
+    // The node keeps refusing (and keeps the opaque kind in mind) until the row is back.
+    if (known !== undefined && known.key.startsWith('opaque ') && kind.opaque === null) {
+      const mode = optionsLost(tag, known.key);
+      this.learned.set(tag, { key: known.key, mode, until: this.now() + REFUSAL_RECHECK_MS });
+      return mode;
+    }
     const mode = this.modeFor(tag, kind.opaque);
     this.learned.set(tag, {
       key,
@@ -147,19 +156,17 @@ export class OpaqueTags {
 
   /**
    * The mode to serve `tag` in now. A refusal is kept for REFUSAL_RECHECK_MS, then the tag's kind is
-   * read from the store again: if it changed (the row was created again), the segment the node holds
-   * under the refused kind is dropped, so the next one is granted, with its kind, from the store.
+   * read from the store again (one read a second per refused tag, whatever it finds): if it changed
+   * (the tag was created again, a secret put right), the segment the node holds under the refused
+   * kind is dropped, so the next one is granted, with its kind, from the store.
    */
   async current(tag: string): Promise<TagMode> {
     const known = this.learned.get(tag);
     if (known === undefined) return PLAIN;
     if (!(known.mode instanceof FrondError) || known.until > this.now()) return known.mode;
-    this.learned.delete(tag);
+    known.until = this.now() + REFUSAL_RECHECK_MS;
     const mode = await this.resolve(tag);
-    if (mode === undefined) {
-      this.segment.dropIfKind(tag, known.key);
-      return PLAIN;
-    }
+    if (mode === undefined) return known.mode;
     if (this.learned.get(tag)?.key !== known.key) this.segment.dropIfKind(tag, known.key);
     return mode;
   }
@@ -229,6 +236,14 @@ export class OpaqueTags {
       kindKey({ opaque: setting }),
     );
   }
+}
+
+function optionsLost(tag: string, key: string): FrondError {
+  const [, domain, keyCheck] = key.split(' ');
+  return new FrondError(
+    'INVALID_CONFIG',
+    `tag ${tag} is opaque (${domain}) but the store now grants it as plain: its frond_tag_options row was deleted; put it back (biz_tag ${JSON.stringify(tag)}, opaque_domain '${domain}', key_check '${keyCheck}'): plain IDs could repeat opaque IDs already served`,
+  );
 }
 
 function missingSecret(tag: string): FrondError {
