@@ -3,6 +3,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
 import type { TagStore } from '../src/core/tag-admin.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
+import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
 
 /** Rows changed behind frond's back, as `DELETE FROM leaf_alloc` / `INSERT INTO leaf_alloc` by hand. */
@@ -22,7 +23,7 @@ export function describeSegmentStore(
   /** What an operator does by hand in SQL, beside frond: for the cases that a store must survive. */
   raw?: RawTable,
 ): void {
-  describe(`store contract: ${name}`, () => {
+  describe(`store contract: ${name}`, { skip: backendSkip(name) }, () => {
     async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;

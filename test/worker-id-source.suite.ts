@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
 import type { WorkerIdSource, WorkerLease } from '../src/core/worker-id-source.js';
+import { backendSkip } from './support/backend-filter.js';
 
 /** What a lease-mode backend's test file offers the suite, acting as other nodes would. */
 export interface LeaseHarness {
@@ -53,7 +54,7 @@ export function describeWorkerIdSource(
   newIdentity: () => string,
   traits: WorkerIdSourceTraits = { kind: 'identity', distinct: false },
 ): void {
-  describe(`WorkerIdSource contract: ${name}`, () => {
+  describe(`WorkerIdSource contract: ${name}`, { skip: backendSkip(name) }, () => {
     it('hands out a worker ID from 0 to 1023 and no last timestamp the first time', async (t) => {
       const source = await open(t, newIdentity());
       if (source === undefined) return;

@@ -66,7 +66,8 @@ export function startFrond(
           `frond serve ${args.join(' ')} did not listen in time:\n${[...logs, ...stderr].join('\n')}`,
         ),
       );
-    }, options.timeoutMs ?? 20_000);
+      // A ceiling for a hang, sized for a machine with both cores busy (a start took 8 s there).
+    }, options.timeoutMs ?? 60_000);
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
       logs.push(line);
       if (!line.includes('"listening"')) return;
@@ -95,7 +96,8 @@ export function runFrond(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<CommandResult> {
-  return runNode([FROND_BIN, ...args], { timeoutMs: 20_000, ...options });
+  // 60 s: one `frond tag add` took over 20 s on a machine with both cores busy and servers running.
+  return runNode([FROND_BIN, ...args], { timeoutMs: 60_000, ...options });
 }
 
 /** Runs `node ARGS` to its end; rejects, after killing it, if it outlives `timeoutMs`. */
