@@ -399,13 +399,18 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
    * A plain tag's row, in a transaction with the check that no opaque setting is left under its
    * name: a setting is never removed, so one whose leaf_alloc row was deleted by hand would be
    * joined to the new row, and the tag served as opaque. The check matches names as the join does
-   * (by the column's collation), so it refuses exactly the rows the join would find a setting for.
+   * (by the column's collation), so it refuses exactly the rows the join would find a setting for;
+   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS.
    */
   async addTag(tag: NewTag): Promise<void> {
     await this.inserting(tag.tag, () =>
       this.operate(() =>
         this.transaction('addTag', async (sql) => {
-          const [kept] = await sql('SELECT 1 AS kept FROM frond_tag_options WHERE biz_tag = ?', [tag.tag]);
+          const [kept] = await sql(
+            `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
+              AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
+            [tag.tag, tag.tag],
+          );
           if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
           await sql(INSERT_ROW, rowValues(tag));
         }),
