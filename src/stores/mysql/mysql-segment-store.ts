@@ -237,9 +237,11 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
    * was deleted and put back lower by hand.
    *
    * Each statement is a round trip of its own (START TRANSACTION, fence row, UPDATE, INSERT,
-   * SELECT, COMMIT: six fenced, five plain), where the old advance sent one batch; a batch would
-   * need values in its SQL text. If any of them fails, the connection is destroyed, which rolls the
-   * transaction back: nothing was reserved.
+   * SELECT, COMMIT: six fenced, five plain), where the advance used to be one batch; a batch would
+   * need values in its SQL text. Measured with the server 50 ms away: 345 ms a fenced advance and
+   * 285 ms a plain one, where the batch took 112 and 101 ms; on the same machine 4.5 to 6.5 ms,
+   * about 1 ms more than the batch (the commit's flush dominates). If any statement fails, the
+   * connection is destroyed, which rolls the transaction back: nothing was reserved.
    */
   private async advanceRow(
     tag: string,
