@@ -238,10 +238,11 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
    *
    * Each statement is a round trip of its own (START TRANSACTION, fence row, UPDATE, INSERT,
    * SELECT, COMMIT: six fenced, five plain), where the advance used to be one batch; a batch would
-   * need values in its SQL text. Measured with the server 50 ms away: 345 ms a fenced advance and
-   * 285 ms a plain one, where the batch took 112 and 101 ms; on the same machine 4.5 to 6.5 ms,
-   * about 1 ms more than the batch (the commit's flush dominates). If any statement fails, the
-   * connection is destroyed, which rolls the transaction back: nothing was reserved.
+   * need values in its SQL text. So the latency to the server counts six and five times: measured
+   * with the server's answers 10 ms away, 66 ms a fenced advance and 55 ms a plain one; 50 ms
+   * away, 313 and 261 ms, where a node's batch loads took 57 to 79 ms. On the same machine both
+   * take about 1.5 ms, as the batch did (the commit's log flush dominates). If any statement
+   * fails, the connection is destroyed, which rolls the transaction back: nothing was reserved.
    */
   private async advanceRow(
     tag: string,
