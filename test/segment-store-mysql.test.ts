@@ -1,12 +1,21 @@
-import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isFrondError } from '../src/core/errors.js';
+import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { FencedStore } from '../src/stores/fencing/fenced-store.js';
+import type { OpenedStore } from '../src/stores/store-backend.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
+import { randomTag } from './support/random-tag.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('mysql');
 after(() => database.drop());
+/** Tables are dropped in this one: no other test's store works on it. */
+const dropped = testDatabase('mysql');
+after(() => dropped.drop());
 
 const raw: RawTable = {
   async deleteRow(t, tag) {
@@ -39,3 +48,83 @@ describeSegmentStore(
   },
   raw,
 );
+
+// frond's tables, or leaf_alloc, dropped by hand while nodes run: the next operation creates them
+// again (a statement that finds one missing forgets the table check) instead of every load failing
+// until a restart.
+describe('MariaDB: tables dropped under a running store', () => {
+  it('creates frond_high_water and frond_fence again, and goes on with no range handed out twice', async (t) => {
+    const db = await dropped.open(t);
+    if (db === undefined) return;
+    const plain = openStore(db.url);
+    const fenced = new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000 });
+    try {
+      const tag = randomTag();
+      await plain.addTag({ tag, step: 10, start: 1n });
+      const ranges: [bigint, bigint][] = [];
+      const take = async (store: OpenedStore) => {
+        const grant = await store.advance(tag);
+        assert.ok(grant !== undefined);
+        ranges.push([grant.maxId - BigInt(grant.step), grant.maxId]);
+        return grant;
+      };
+      await take(fenced);
+      await take(plain);
+      await db.sql('DROP TABLE frond_high_water, frond_fence');
+      // The very next advance of each store succeeds, above everything granted before the drop.
+      const last = ranges.at(-1)?.[1] as bigint;
+      assert.ok((await take(fenced)).maxId - 10n >= last);
+      assert.ok((await take(plain)).maxId - 10n >= last + 10n);
+      // Dropped while both stores advance: every advance still succeeds.
+      const loops = [fenced, plain].map(async (store) => {
+        for (let i = 0; i < 25; i++) await take(store);
+      });
+      await sleep(30);
+      await db.sql('DROP TABLE IF EXISTS frond_high_water, frond_fence');
+      await Promise.all(loops);
+      // 54 ranges, none overlapping, each store's own in increasing order (checked by FencedStore
+      // for its own: a range below its high-water would have been refused).
+      assert.equal(ranges.length, 54);
+      const sorted = [...ranges].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+      for (let i = 1; i < sorted.length; i++) {
+        assert.ok((sorted[i]?.[0] as bigint) >= (sorted[i - 1]?.[1] as bigint), `overlap at ${sorted[i]}`);
+      }
+      // Both tables are back, the high-water at the last grant, the fence naming this server.
+      const top = sorted.at(-1)?.[1] as bigint;
+      const [high] = await db.sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ?', [tag]);
+      assert.equal(BigInt(String(high?.max_id)), top);
+      assert.equal((await db.sql('SELECT epoch FROM frond_fence')).length, 1);
+      assert.equal((await plain.getTag(tag))?.maxId, top);
+    } finally {
+      await plain.close();
+      await fenced.close();
+    }
+  });
+
+  it('creates frond_tag_options and leaf_alloc again', async (t) => {
+    const db = await dropped.open(t);
+    if (db === undefined) return;
+    const store = openStore(db.url);
+    try {
+      const tag = randomTag();
+      await store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' });
+      assert.equal((await store.advance(tag))?.maxId, 11n);
+      await db.sql('DROP TABLE frond_tag_options');
+      assert.deepEqual(await store.listOpaque(), new Map());
+      await db.sql('DROP TABLE leaf_alloc');
+      assert.deepEqual(await store.listTags(), []);
+      assert.equal(await store.advance(tag), undefined);
+      // The name served IDs (frond_high_water kept it): it cannot come back opaque.
+      await assert.rejects(
+        store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
+        (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
+      );
+      await store.addTag({ tag, step: 10, start: 1n });
+      const grant = await store.advance(tag);
+      assert.deepEqual(grant?.kind, PLAIN_KIND);
+      assert.ok(grant !== undefined && grant.maxId - 10n >= 11n, 'above the grant before the drop');
+    } finally {
+      await store.close();
+    }
+  });
+});

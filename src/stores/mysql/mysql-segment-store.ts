@@ -9,13 +9,12 @@ import {
   type TagRow,
   type TagStore,
 } from '../../core/tag-admin.js';
-import { PLAIN_KIND } from '../../core/tag-kind.js';
+import { kindOf } from '../../core/tag-kind.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import {
   COLUMNS,
   type NetworkSqlOptions,
   type OptionRow,
-  onceUntilFailure,
   opaqueMap,
   optionsOf,
   type RawRow,
@@ -70,60 +69,107 @@ export const MYSQL_FROND_DDL = [
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
 
-/** A fenced advance that InnoDB picked as a deadlock victim is tried this often in all. */
+/**
+ * A 64-bit integer parameter. Every value goes to the server as a parameter of a prepared
+ * statement, and mysql2 sends a JS number as a DOUBLE: `max_id + ?` would then be computed in
+ * floating point and be off by up to 512 above 2^62. So integers are sent as decimal strings and
+ * cast here, which MySQL and MariaDB convert exactly.
+ */
+const INT = 'CAST(? AS SIGNED)';
+
+/**
+ * The session every connection gets before its first statement, all values parameters:
+ * - sql_mode pinned, so frond reads the same on any server whatever its global mode: strict (a tag
+ *   over 128 characters or a BIGINT out of range fails the statement instead of being cut to fit
+ *   and written), and no engine substitution (leaf_alloc on MyISAM would have no row locks, and
+ *   two nodes could take the same range). NO_BACKSLASH_ESCAPES is left out, though nothing depends
+ *   on it either way now: no value is ever written into SQL text, so no escaping is read by the
+ *   server (on a server with it set, a tag `z'; UPDATE leaf_alloc SET max_id=1 ...` that the driver
+ *   had escaped as `z\'` ended the string and ran the UPDATE). Modes such as ANSI_QUOTES,
+ *   PIPES_AS_CONCAT or MariaDB's ORACLE, which change how the statements below parse, are off too.
+ *   These three exist under the same names in MySQL 5.7 and 8 and in MariaDB 10 and 11
+ *   (NO_AUTO_CREATE_USER, in MariaDB's default, is gone from MySQL 8, where naming it fails).
+ * - UTC on both sides, so update_time reads the same whatever the server's zone.
+ * - A lock wait ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s.
+ * - autocommit even on a server that turns it off, or a read would keep an old snapshot open.
+ */
+const SESSION_SQL = `SET SESSION sql_mode = ?, SESSION time_zone = ?, SESSION innodb_lock_wait_timeout = ${INT}, SESSION autocommit = 1`;
+const SQL_MODE = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+
+/**
+ * Prepared statements each connection keeps (mysql2 closes the least recently used one beyond
+ * it). The store prepares 16 distinct statements, their texts fixed (values never enter them), so
+ * 64 keeps every one prepared once per connection; mysql2's default, 16,000 per connection,
+ * could with a pool of 20 exceed the server's limit for all sessions together
+ * (max_prepared_stmt_count, 16,382 by default), which Leaf's servers share.
+ */
+const MAX_PREPARED_STATEMENTS = 64;
+
+/** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
 
 /** The server a statement runs on: a replica promoted in a failover has its own server_id. */
 const IDENTITY_SQL = 'CAST(@@server_id AS CHAR)';
-/**
- * The fence row names this server (compared as bytes: the row's and the session's collations
- * differ). Kept in a user variable, which a statement-based binlog carries by value, so a replica
- * applying the UPDATE does not compare against its own server_id.
- */
-const FENCE_CURRENT = 'CAST(@frond_identity AS BINARY) <=> CAST(@@server_id AS BINARY)';
 
 /**
- * The fenced advance, one batch and one transaction: the fence row is read under a shared lock
- * (only a fence waits for it) and compared with this server; the tag's row advances only if they
- * match, from at least the highest max_id frond recorded for it, and the new max_id is recorded.
+ * The fence row, read under a shared lock that only a fence waits for (FOR UPDATE), held until
+ * the advance commits; and the server it is read on, compared with the row's identity in the
+ * client. Nothing in the statements that write depends on the server then, so a replica applying
+ * them from a statement-based binlog computes what the primary did.
  */
-const advanceFencedSql = (byStep: boolean) => {
-  const by = byStep ? '?' : 'step';
-  // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher.
+const FENCE_ROW = `SELECT epoch, identity, ${IDENTITY_SQL} AS server FROM frond_fence WHERE id = 1 LOCK IN SHARE MODE`;
+const SERVER_IDENTITY = `SELECT ${IDENTITY_SQL} AS identity`;
+
+/**
+ * Leaf's allocation, and frond's floor: a row goes on from its own max_id, or from the highest
+ * max_id frond recorded for the tag when that is higher (a leaf_alloc restored from a backup, or a
+ * row deleted and inserted again lower by hand). `by` is the row's step or a step parameter; the
+ * parameters are the tag (floor), the step, the tag twice (exactTag), the tag (floor), the step.
+ */
+const advanceSql = (by: string) => {
   const floor =
     'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), max_id))';
-  return `SET @frond_epoch = NULL, @frond_identity = NULL;
-START TRANSACTION;
-SELECT epoch, identity INTO @frond_epoch, @frond_identity FROM frond_fence WHERE id = 1 LOCK IN SHARE MODE;
-SET @frond_current = ${FENCE_CURRENT};
-UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE ${exactTag('biz_tag')} AND @frond_current = 1 AND ${floor} <= ${MAX_SEGMENT_ID} - ${by};
-INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE ${exactTag('biz_tag')} AND @frond_current = 1
-  ON DUPLICATE KEY UPDATE max_id = GREATEST(frond_high_water.max_id, VALUES(max_id));
-SELECT @frond_epoch AS epoch, ${IDENTITY_SQL} AS identity, @frond_current AS current, l.max_id, l.step,
-  (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
-  FROM (SELECT 1) one LEFT JOIN leaf_alloc l ON ${exactTag('l.biz_tag')};
-COMMIT`;
+  return `UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE ${exactTag('biz_tag')} AND ${floor} <= ${MAX_SEGMENT_ID} - ${by}`;
 };
+const ADVANCE_BY_TABLE_STEP = advanceSql('step');
+const ADVANCE_BY = advanceSql(INT);
+
+/** The new max_id, recorded in the advance's transaction (the tag twice). */
+const RECORD_HIGH_WATER = `INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE ${exactTag('biz_tag')}
+  ON DUPLICATE KEY UPDATE max_id = GREATEST(frond_high_water.max_id, VALUES(max_id))`;
 
 /**
- * Leaf's allocation, word for word, sent as one batch so that it costs one round trip instead of
- * four. If a statement fails, the server skips the rest and the transaction stays open; the
- * connection is then destroyed, which rolls it back.
+ * The row read back with the tag's kind and its recorded high-water, in the advance's transaction
+ * (the tag three times). The options row is joined as tagOptions joins it, by the column's
+ * collation.
  */
-const ADVANCE_BY_TABLE_STEP = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + step WHERE ${exactTag('biz_tag')} AND max_id <= ${MAX_SEGMENT_ID} - step;
-SELECT max_id, step FROM leaf_alloc WHERE ${exactTag('biz_tag')};
-COMMIT`;
-const ADVANCE_BY = `START TRANSACTION;
-UPDATE leaf_alloc SET max_id = max_id + ? WHERE ${exactTag('biz_tag')} AND max_id <= ${MAX_SEGMENT_ID} - ?;
-SELECT max_id, step FROM leaf_alloc WHERE ${exactTag('biz_tag')};
-COMMIT`;
+const READ_GRANT = `SELECT l.max_id, l.step, o.opaque_domain, o.key_check,
+  (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
+  FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE ${exactTag('l.biz_tag')}`;
+
+interface GrantRow {
+  max_id: string;
+  step: number;
+  opaque_domain: string | null;
+  key_check: string | null;
+  high_water: string | null;
+}
+
+/** A statement on one connection: a prepared one with `values`, text without (its text is fixed). */
+type Sql = (text: string, values?: readonly SqlValue[]) => Promise<[unknown, unknown]>;
+type SqlValue = string | number | null;
+
+/** What the advance's transaction found, decided on once its connection is back. */
+type AdvanceOutcome =
+  | { kind: 'unfenced'; epoch: number; identity: string }
+  | { kind: 'read'; advanced: boolean; row: GrantRow | undefined; epoch: number; identity: string };
 
 /**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
  * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart. Every operation
  * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
- * never reused, and the pool opens a new one for the next operation.
+ * never reused, and the pool opens a new one for the next operation. Every value goes to the server
+ * as a parameter of a server-side prepared statement, never in SQL text.
  */
 export class MysqlSegmentStore implements TagStore, FenceOps {
   readonly description: string;
@@ -132,19 +178,18 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   private readonly queryTimeoutMs: number;
   /** Core connections whose session settings are made (the pool hands out wrappers). */
   private readonly prepared = new WeakSet<object>();
-  private readonly sessionSql: string;
-  /** The first query of a store checks the table, once; a failed check is tried again next time. */
-  private readonly ensureTable = onceUntilFailure(() => this.checkTable());
+  private readonly sessionValues: SqlValue[];
+  /** The tables, checked before the first operation, and again after one found a table missing. */
+  private readonly tables = new TableCheckOnce(() => this.checkTable());
 
   constructor(options: NetworkSqlOptions) {
     const logger = options.logger ?? silentLogger;
     this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.queryTimeoutMs = options.queryTimeoutMs;
-    // UTC on both sides, so update_time reads the same whatever the server's zone; a lock wait
-    // ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s;
-    // autocommit even on a server that turns it off, or a read would keep an old snapshot open.
-    this.sessionSql = `SET SESSION time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(options.queryTimeoutMs / 1000))}, SESSION autocommit = 1`;
+    // innodb_lock_wait_timeout counts whole seconds, from 1.
+    const lockWaitSeconds = Math.max(1, Math.ceil(options.queryTimeoutMs / 1000));
+    this.sessionValues = [SQL_MODE, '+00:00', String(lockWaitSeconds)];
     this.pool = mysql.createPool({
       host: options.host,
       port: options.port,
@@ -159,8 +204,10 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       supportBigNumbers: true,
       bigNumberStrings: true,
       timezone: 'Z',
-      // For the one-round-trip allocation above; every value is escaped by the driver.
-      multipleStatements: true,
+      // One statement per call: a value can never carry a second one, and there is no batch to
+      // smuggle it into.
+      multipleStatements: false,
+      maxPreparedStatements: MAX_PREPARED_STATEMENTS,
       ...(options.tls && { ssl: mysqlSsl(options.tls, this.description) }),
     });
     // A pooled connection that breaks while idle (the server restarted) leaves the pool; this
@@ -173,56 +220,72 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async advance(tag: string, step?: number): Promise<Allocation | undefined> {
-    const [results] =
-      step === undefined
-        ? await this.query(ADVANCE_BY_TABLE_STEP, [tag, tag, tag, tag])
-        : await this.query(ADVANCE_BY, [step, tag, tag, step, tag, tag]);
-    const [, update, select] = results as [unknown, mysql.ResultSetHeader, RawRow[], unknown];
-    const row = select[0];
-    if (row === undefined) return undefined;
-    const tableStep = Number(row.step);
-    // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
-    // reserved: a row whose next range would pass 2^63 - 1 (Leaf's UPDATE would fail on it with
-    // "BIGINT value is out of range"), or a row inserted after the UPDATE, not advanced.
-    if (update.affectedRows === 0) {
-      const used = step ?? tableStep;
-      if (BigInt(row.max_id) > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.max_id, used);
-      return undefined;
-    }
-    return {
-      maxId: BigInt(row.max_id),
-      step: step ?? tableStep,
-      tableStep,
-      kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
-    };
+    const result = await this.advanceRow(tag, step, false);
+    return result?.kind === 'granted' ? result.allocation : undefined;
   }
 
-  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    const results = await this.withDeadlockRetry(() =>
-      step === undefined
-        ? this.query(advanceFencedSql(false), [tag, tag, tag, tag, tag, tag, tag, tag, tag])
-        : this.query(advanceFencedSql(true), [tag, step, tag, tag, tag, step, tag, tag, tag, tag, tag]),
+  advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    return this.advanceRow(tag, step, true);
+  }
+
+  /**
+   * One advance, in one transaction on one connection under one deadline: (fenced only) the fence
+   * row is read under a shared lock and compared with this server, and nothing is written unless
+   * they match; the row advances from its floor (frond_high_water); the new max_id is recorded in
+   * frond_high_water; and the row is read back with the tag's kind (frond_tag_options). The plain
+   * advance obeys the same rules but the fence, so that no path hands out an ID twice after a row
+   * was deleted and put back lower by hand.
+   *
+   * Each statement is a round trip of its own (START TRANSACTION, fence row, UPDATE, INSERT,
+   * SELECT, COMMIT: six fenced, five plain), where the advance used to be one batch; a batch would
+   * need values in its SQL text. So the latency to the server counts six and five times: measured
+   * with the server's answers 10 ms away, 66 ms a fenced advance and 55 ms a plain one; 50 ms
+   * away, 313 and 261 ms, where a node's batch loads took 57 to 79 ms. On the same machine both
+   * take about 1.5 ms, as the batch did (the commit's log flush dominates). If any statement
+   * fails, the connection is destroyed, which rolls the transaction back: nothing was reserved.
+   */
+  private async advanceRow(
+    tag: string,
+    step: number | undefined,
+    fenced: boolean,
+  ): Promise<FencedAdvance | undefined> {
+    const outcome = await this.operate(() =>
+      this.withDeadlockRetry(() =>
+        this.transaction('advance', async (sql): Promise<AdvanceOutcome> => {
+          let epoch = 0;
+          let identity = '';
+          if (fenced) {
+            const [fenceRows] = await sql(FENCE_ROW);
+            const fence = (fenceRows as { epoch: string; identity: string; server: string }[])[0];
+            if (fence === undefined) {
+              // A database frond never fenced, or whose frond_fence was created again.
+              const [server] = await sql(SERVER_IDENTITY);
+              return { kind: 'unfenced', epoch: 0, identity: serverIdentity(server) };
+            }
+            epoch = Number(fence.epoch);
+            identity = fence.server;
+            if (fence.identity !== fence.server) return { kind: 'unfenced', epoch, identity };
+          }
+          const [update] =
+            step === undefined
+              ? await sql(ADVANCE_BY_TABLE_STEP, [tag, tag, tag, tag])
+              : await sql(ADVANCE_BY, [tag, String(step), tag, tag, tag, String(step)]);
+          // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
+          // reserved: a row whose next range would pass 2^63 - 1 (Leaf's UPDATE would fail on it
+          // with "BIGINT value is out of range"), or a row inserted after the UPDATE, not advanced.
+          const advanced = (update as mysql.ResultSetHeader).affectedRows > 0;
+          if (advanced) await sql(RECORD_HIGH_WATER, [tag, tag]);
+          const [rows] = await sql(READ_GRANT, [tag, tag, tag]);
+          return { kind: 'read', advanced, row: (rows as GrantRow[])[0], epoch, identity };
+        }),
+      ),
     );
-    const parts = results[0] as unknown[];
-    const update = parts[4] as mysql.ResultSetHeader;
-    const row = (
-      parts[6] as {
-        epoch: string | null;
-        identity: string;
-        current: number | string;
-        max_id: string | null;
-        step: number | null;
-        high_water: string | null;
-      }[]
-    )[0];
-    if (row === undefined) throw new Error('the fenced advance returned no row');
-    const epoch = row.epoch === null ? 0 : Number(row.epoch);
-    if (Number(row.current) !== 1) return { kind: 'unfenced', epoch, identity: row.identity };
-    if (row.max_id === null || row.step === null) return undefined;
+    if (outcome.kind === 'unfenced') return outcome;
+    const { row, epoch, identity } = outcome;
+    if (row === undefined) return undefined;
     const tableStep = Number(row.step);
-    if (update.affectedRows === 0) {
-      // Nothing reserved: the next range would pass 2^63 - 1, or the row came after the UPDATE.
-      const used = step ?? tableStep;
+    const used = step ?? tableStep;
+    if (!outcome.advanced) {
       const floor = maxOf(BigInt(row.max_id), row.high_water === null ? undefined : BigInt(row.high_water));
       if (floor > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, floor, used);
       return undefined;
@@ -231,12 +294,12 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       kind: 'granted',
       allocation: {
         maxId: BigInt(row.max_id),
-        step: step ?? tableStep,
+        step: used,
         tableStep,
-        kind: PLAIN_KIND /* TRANSITIONAL: read with the grant */,
+        kind: kindOf(row.opaque_domain, row.key_check),
       },
       epoch,
-      identity: row.identity,
+      identity,
     };
   }
 
@@ -264,15 +327,14 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
-    return this.guard(async () => {
-      await this.ensureTable();
-      // The first fence of a database inserts its row while other nodes' advances hold share locks
-      // on the gap where it goes: InnoDB may pick either as a deadlock victim and roll it back whole,
-      // so it is simply run again.
-      return this.withDeadlockRetry(() =>
-        this.transaction(async (sql) => {
-          const [identityRows] = await sql(`SELECT ${IDENTITY_SQL} AS identity`);
-          const identity = (identityRows as { identity: string }[])[0]?.identity as string;
+    // The first fence of a database inserts its row while other nodes' advances hold share locks
+    // on the gap where it goes: InnoDB may pick either as a deadlock victim and roll it back whole,
+    // so it is simply run again.
+    return this.operate(() =>
+      this.withDeadlockRetry(() =>
+        this.transaction('fence', async (sql) => {
+          const [identityRows] = await sql(SERVER_IDENTITY);
+          const identity = serverIdentity(identityRows);
           const lock = async () =>
             (
               (await sql('SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE'))[0] as {
@@ -283,8 +345,8 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
           let row = await lock();
           if (row === undefined) {
             // A database frond never fenced: it records this one and raises nothing.
-            await sql('INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)', [
-              request.aboveEpoch + 1,
+            await sql(`INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ${INT}, ?)`, [
+              String(request.aboveEpoch + 1),
               identity,
             ]);
             row = (await lock()) as { epoch: string; identity: string };
@@ -294,12 +356,13 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
             return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
           }
           // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
+          const skip = request.skip.toString();
           const [raised] = await sql(
-            `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ? THEN ${MAX_SEGMENT_ID} ELSE max_id + ? END`,
-            [request.skip.toString(), request.skip.toString()],
+            `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE max_id + ${INT} END`,
+            [skip, skip],
           );
           for (const [tag, maxId] of request.atLeast) {
-            await sql('UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id < ?', [
+            await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE biz_tag = ? AND max_id < ${INT}`, [
               maxId.toString(),
               tag,
               maxId.toString(),
@@ -307,22 +370,22 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
           }
           const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
           await sql(
-            'UPDATE frond_fence SET epoch = ?, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',
-            [epoch, identity],
+            `UPDATE frond_fence SET epoch = ${INT}, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1`,
+            [String(epoch), identity],
           );
           return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
         }),
-      );
-    });
+      ),
+    );
   }
 
   async listTags(): Promise<string[]> {
-    const [rows] = await this.query('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag');
+    const [rows] = await this.statement('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag');
     return (rows as { biz_tag: string }[]).map((row) => row.biz_tag);
   }
 
   async getTag(tag: string): Promise<TagRow | undefined> {
-    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
+    const [rows] = await this.statement(`SELECT ${COLUMNS} FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
       tag,
       tag,
     ]);
@@ -331,28 +394,35 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async listRows(): Promise<TagRow[]> {
-    const [rows] = await this.query(`SELECT ${COLUMNS} FROM leaf_alloc ORDER BY biz_tag`);
+    const [rows] = await this.statement(`SELECT ${COLUMNS} FROM leaf_alloc ORDER BY biz_tag`);
     return (rows as RawRow[]).map(toTagRow);
   }
 
+  /**
+   * A plain tag's row, in a transaction with the check that no opaque setting is left under its
+   * name: a setting is never removed, so one whose leaf_alloc row was deleted by hand would be
+   * joined to the new row, and the tag served as opaque. The check matches names as the join does
+   * (by the column's collation), so it refuses exactly the rows the join would find a setting for;
+   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS.
+   */
   async addTag(tag: NewTag): Promise<void> {
-    try {
-      await this.query('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)', [
-        tag.tag,
-        tag.start.toString(),
-        tag.step,
-        tag.description ?? null,
-      ]);
-    } catch (error) {
-      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
-    }
+    await this.inserting(tag.tag, () =>
+      this.operate(() =>
+        this.transaction('addTag', async (sql) => {
+          const [kept] = await sql(
+            `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
+              AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
+            [tag.tag, tag.tag],
+          );
+          if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
+          await sql(INSERT_ROW, rowValues(tag));
+        }),
+      ),
+    );
   }
 
   async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    const [rows] = await this.query(
+    const [rows] = await this.statement(
       'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
       [tag],
     );
@@ -360,15 +430,14 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {
-    const [rows] = await this.query('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options');
+    const [rows] = await this.statement('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options');
     return opaqueMap(rows as OptionRow[]);
   }
 
   async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    try {
-      await this.guard(async () => {
-        await this.ensureTable();
-        await this.transaction(async (sql) => {
+    await this.inserting(tag.tag, () =>
+      this.operate(() =>
+        this.transaction('addOpaqueTag', async (sql) => {
           // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs
           // (opaqueNameUsed); a row that is there fails the insert below (TAG_EXISTS). No lock:
           // without its leaf_alloc row no advance can record the name meanwhile.
@@ -383,28 +452,17 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
             opaque.domain,
             opaque.keyCheck,
           ]);
-          await sql('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)', [
-            tag.tag,
-            tag.start.toString(),
-            tag.step,
-            tag.description ?? null,
-          ]);
-        });
-      });
-    } catch (error) {
-      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-      }
-      throw error;
-    }
+          await sql(INSERT_ROW, rowValues(tag));
+        }),
+      ),
+    );
   }
 
   async setStep(tag: string, step: number): Promise<void> {
-    const [result] = await this.query(`UPDATE leaf_alloc SET step = ? WHERE ${exactTag('biz_tag')}`, [
-      step,
-      tag,
-      tag,
-    ]);
+    const [result] = await this.statement(
+      `UPDATE leaf_alloc SET step = ${INT} WHERE ${exactTag('biz_tag')}`,
+      [String(step), tag, tag],
+    );
     if ((result as mysql.ResultSetHeader).affectedRows === 0) {
       throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
     }
@@ -419,10 +477,44 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
     await this.pool.end();
   }
 
-  private query(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
+  /** A tag's insert, its duplicate key answered as TAG_EXISTS. */
+  private async inserting(tag: string, insert: () => Promise<void>): Promise<void> {
+    try {
+      await insert();
+    } catch (error) {
+      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
+        throw new FrondError('TAG_EXISTS', `tag ${tag} already exists`);
+      }
+      throw error;
+    }
+  }
+
+  /** One statement, after the table check. */
+  private statement(sql: string, values?: readonly SqlValue[]): Promise<[unknown, unknown]> {
+    return this.operate(() => this.run(sql, values));
+  }
+
+  /**
+   * `operation` after the table check, its driver errors as STORE_UNAVAILABLE. A statement that
+   * finds a table missing (ER_NO_SUCH_TABLE: frond_fence, frond_high_water, frond_tag_options or
+   * leaf_alloc dropped while nodes run) changed nothing: its transaction is rolled back with its
+   * connection. The check is forgotten, so the tables are created again (leaf_alloc only if it is
+   * missing, never altered), and the operation is run once more; a check that stayed done would
+   * fail every load until the node restarted.
+   */
+  private operate<T>(operation: () => Promise<T>): Promise<T> {
     return this.guard(async () => {
-      await this.ensureTable();
-      return this.run(sql, values);
+      for (let attempt = 1; ; attempt++) {
+        const checked = this.tables.run();
+        await checked;
+        try {
+          return await operation();
+        } catch (error) {
+          if (!isNoSuchTable(error)) throw error;
+          this.tables.forget(checked);
+          if (attempt >= 2) throw error;
+        }
+      }
     });
   }
 
@@ -438,29 +530,22 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
     }
   }
 
-  /** One query on a pooled connection under a deadline; a failed connection is destroyed. */
-  private run(sql: string, values?: unknown[]): Promise<[unknown, unknown]> {
-    return this.onConnection(
-      (connection) => connection.query(sql, values) as Promise<[unknown, unknown]>,
-      'query',
-    );
+  /** One statement on a pooled connection under a deadline; a failed connection is destroyed. */
+  private run(sql: string, values?: readonly SqlValue[]): Promise<[unknown, unknown]> {
+    return this.onConnection((connection) => send(connection, sql, values), 'query');
   }
 
   /**
    * `operation` in one transaction on one connection, under one deadline; committed if it
    * resolves, and the connection destroyed (which rolls back) if anything fails.
    */
-  private transaction<T>(
-    operation: (sql: (text: string, values?: unknown[]) => Promise<[unknown, unknown]>) => Promise<T>,
-  ): Promise<T> {
+  private transaction<T>(what: string, operation: (sql: Sql) => Promise<T>): Promise<T> {
     return this.onConnection(async (connection) => {
-      await connection.query('START TRANSACTION');
-      const value = await operation(
-        (text, values) => connection.query(text, values) as Promise<[unknown, unknown]>,
-      );
-      await connection.query('COMMIT');
+      await send(connection, 'START TRANSACTION');
+      const value = await operation((text, values) => send(connection, text, values));
+      await send(connection, 'COMMIT');
       return value;
-    }, 'fence');
+    }, what);
   }
 
   /**
@@ -482,7 +567,7 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
       const result = await deadline(
         (async () => {
           if (!this.prepared.has(connection.connection)) {
-            await connection.query(this.sessionSql);
+            await send(connection, SESSION_SQL, this.sessionValues);
             this.prepared.add(connection.connection);
           }
           return work(connection);
@@ -517,12 +602,84 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
           `${this.description}: leaf_alloc lacks a column frond needs (${describeError(error)}); frond never alters a table, compare it with 'frond db init --print'`,
         );
       }
-      if (errorCode(error) !== 'ER_NO_SUCH_TABLE') throw error;
+      if (!isNoSuchTable(error)) throw error;
     }
     // IF NOT EXISTS: several nodes starting at once on an empty database all get the one table.
     await this.run(MYSQL_DDL);
     return 'created';
   }
+}
+
+const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ${INT}, ${INT}, ?)`;
+
+function rowValues(tag: NewTag): SqlValue[] {
+  return [tag.tag, tag.start.toString(), String(tag.step), tag.description ?? null];
+}
+
+/**
+ * `text` on `connection`: with values, as a server-side prepared statement (mysql2 `execute`,
+ * kept per connection), the values sent apart from the text and never parsed as SQL; without, as
+ * text (a fixed statement: DDL, START TRANSACTION, COMMIT), which saves the prepare.
+ */
+function send(
+  connection: mysql.PoolConnection,
+  text: string,
+  values?: readonly SqlValue[],
+): Promise<[unknown, unknown]> {
+  return (
+    values === undefined ? connection.query(text) : connection.execute(text, values as SqlValue[])
+  ) as Promise<[unknown, unknown]>;
+}
+
+function serverIdentity(rows: unknown): string {
+  const identity = (rows as { identity?: string }[])[0]?.identity;
+  if (identity === undefined) throw new Error('the server did not name itself (@@server_id)');
+  return identity;
+}
+
+/** A plain tag under a name whose opaque setting outlived its leaf_alloc row. */
+function opaqueSettingKept(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_TAG_FIXED',
+    `tag ${tag} was an opaque tag: its leaf_alloc row was deleted, and its setting remains in frond_tag_options (a setting is never changed or removed), so a new row under that name would be served as opaque, not plain; use a new name`,
+  );
+}
+
+/**
+ * onceUntilFailure (network-sql.ts), and forgotten on demand: when a statement finds a table
+ * missing, the next operation checks the tables again. `forget` names the check the failed
+ * operation waited for, so that operations failing together start one new check, not one each.
+ */
+class TableCheckOnce {
+  private done: Promise<void> | undefined;
+
+  constructor(private readonly task: () => Promise<unknown>) {}
+
+  run(): Promise<void> {
+    if (this.done === undefined) {
+      const done: Promise<void> = this.task().then(
+        () => undefined,
+        (error: unknown) => {
+          if (this.done === done) this.done = undefined;
+          throw error;
+        },
+      );
+      this.done = done;
+    }
+    return this.done;
+  }
+
+  forget(checked: Promise<void>): void {
+    if (this.done === checked) this.done = undefined;
+  }
+}
+
+/** ER_NO_SUCH_TABLE (1146), from the driver or as the cause of a store error. */
+function isNoSuchTable(error: unknown): boolean {
+  return (
+    errorCode(error) === 'ER_NO_SUCH_TABLE' ||
+    errorCode((error as Error | undefined)?.cause) === 'ER_NO_SUCH_TABLE'
+  );
 }
 
 function errorCode(error: unknown): string | undefined {
