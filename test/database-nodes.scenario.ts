@@ -419,15 +419,17 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
       if (db === undefined) return;
       const store = openStore(db.url);
       try {
-        await store.addTag({ tag: 'slow', step: 100, start: 1n });
+        await store.addTag({ tag: 'slow', step: 300, start: 1n });
       } finally {
         await store.close();
       }
       const proxy = await TcpProxy.start({ port: SERVER_PORT[dialect] });
       t.after(() => proxy.close());
-      // The step stays 100, so the 10% preload has 90 IDs, about 180 ms at 500 IDs/s, for a load.
+      // The step stays 300, so the 10% preload leaves 270 IDs, about 540 ms at 500 IDs/s, for a load:
+      // a fenced load is one round trip on PostgreSQL and 6 on MySQL (prepared statements, one value
+      // each; no multi-statement batch), about 300 ms at 50 ms a round trip.
       const node = await startFrond(
-        nodeArgs(tempDir('frond-slow-'), db.urlVia(proxy.port), ['--max-step', '100']),
+        nodeArgs(tempDir('frond-slow-'), db.urlVia(proxy.port), ['--max-step', '300']),
       );
       const agent = new Agent({ keepAlive: true, maxSockets: 2 });
       try {
@@ -439,7 +441,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
           /** Latencies of the requests that got one of the first 2 IDs of a segment. */
           const atSwitch: number[] = [];
           const stopAt = performance.now() + durationMs;
-          // 2 clients, one request each every 4 ms: 500 IDs/s, 5 segment loads a second.
+          // 2 clients, one request each every 4 ms: 500 IDs/s, 1.7 segment loads a second.
           await Promise.all(
             [0, 1].map(async () => {
               for (let i = 0; i < 2_000 && performance.now() < stopAt; i++) {
@@ -448,8 +450,8 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
                 const took = performance.now() - sent;
                 assert.equal(answer.status, 200, answer.body);
                 latencies.push(took);
-                // Segments are [1, 101), [101, 201), …: only this node loads, and the step stays 100.
-                if ((Number(answer.body) - 1) % 100 < 2) atSwitch.push(took);
+                // Segments are [1, 301), [301, 601), …: only this node loads, and the step stays 300.
+                if ((Number(answer.body) - 1) % 300 < 2) atSwitch.push(took);
                 await sleep(Math.max(0, 4 - took));
               }
             }),
@@ -461,9 +463,9 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
           return { latencies, atSwitch, loadMs };
         };
         const fast = await measure(0, 1_000);
-        const slow = await measure(50, 2_000);
+        const slow = await measure(50, 5_000);
         const loadMs = slow.loadMs;
-        assert.ok(loadMs.length >= 4, `only ${loadMs.length} segment loads in 2 s`);
+        assert.ok(loadMs.length >= 4, `only ${loadMs.length} segment loads in 5 s`);
         assert.ok(Math.min(...loadMs) >= 50, 'the loads crossed the 50 ms proxy');
         // Had a request waited for a load, it would be one of those that start a segment, and it
         // would take a 50 ms round trip. One such request may be slow for another reason (a busy
