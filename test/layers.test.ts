@@ -13,10 +13,15 @@ const ROOT = resolve(import.meta.dirname, '..');
  */
 const LAYERS: Record<string, { may: string[]; packages: boolean }> = {
   'src/core': { may: [], packages: false },
-  'src/stores': { may: ['src/core'], packages: true },
-  'src/worker-ids': { may: ['src/core'], packages: true },
-  'src/server': { may: ['src/core', 'src/stores', 'src/worker-ids'], packages: true },
-  'src/cli': { may: ['src/core', 'src/stores', 'src/worker-ids', 'src/server'], packages: true },
+  // Node platform helpers every backend needs alike (directories): I/O, so not the core's.
+  'src/platform': { may: ['src/core'], packages: true },
+  'src/stores': { may: ['src/core', 'src/platform'], packages: true },
+  'src/worker-ids': { may: ['src/core', 'src/platform'], packages: true },
+  'src/server': { may: ['src/core', 'src/platform', 'src/stores', 'src/worker-ids'], packages: true },
+  'src/cli': {
+    may: ['src/core', 'src/platform', 'src/stores', 'src/worker-ids', 'src/server'],
+    packages: true,
+  },
   'packages/client/src': { may: [], packages: false },
 };
 

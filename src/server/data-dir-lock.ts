@@ -3,7 +3,6 @@ import {
   closeSync,
   fstatSync,
   linkSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -14,6 +13,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { FrondError } from '../core/errors.js';
+import { makeDirectory } from '../platform/directory.js';
 
 export const LOCK_FILE = 'frond.pid';
 
@@ -52,7 +52,7 @@ const ROUNDS = 50;
  * are not told apart.
  */
 export function lockDataDir(dir: string): () => void {
-  mkdirSync(dir, { recursive: true });
+  makeDirectory(dir, '--data-dir');
   const path = join(dir, LOCK_FILE);
   const nonce = randomUUID();
   const mine = `${process.pid}\n${nonce}\n`;

@@ -140,7 +140,7 @@ export class OpaqueTags {
     // tag under its name is refused), so a grant that says plain for a tag this node knows as opaque
     // means that row was deleted by hand: serving plain IDs could repeat opaque ones already served.
     // The node keeps refusing (and keeps the opaque kind in mind) until the row is back.
-    if (known !== undefined && known.key.startsWith('opaque ') && kind.opaque === null) {
+    if (known?.key.startsWith('opaque ') && kind.opaque === null) {
       const mode = optionsLost(tag, known.key);
       this.learned.set(tag, { key: known.key, mode, until: this.now() + REFUSAL_RECHECK_MS });
       return mode;

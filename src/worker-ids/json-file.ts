@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { devNull } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { makeDirectory } from '../platform/directory.js';
 
 /**
  * One file descriptor held open for the record file: if the process runs out of descriptors
@@ -36,7 +37,7 @@ function outOfDescriptors(error: unknown): boolean {
  * writes once more with the one in reserve (`reserveDescriptor`).
  */
 export async function writeJsonAtomically(path: string, value: unknown): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  makeDirectory(dirname(path), '--data-dir');
   const text = `${JSON.stringify(value)}\n`;
   try {
     await write(path, text);

@@ -1,7 +1,8 @@
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
+import { makeDirectory } from '../../platform/directory.js';
 
 /** What a node remembers of one database, across restarts. */
 export interface HighWater {
@@ -531,6 +532,6 @@ function read(path: string): FileShape {
     );
   }
   if (parsed !== undefined) return parsed;
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirectory(dirname(path), '--data-dir');
   return { version: 1, stores: {} };
 }

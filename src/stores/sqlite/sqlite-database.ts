@@ -1,10 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
 import { kindOf } from '../../core/tag-kind.js';
+import { makeDirectory } from '../../platform/directory.js';
 import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
@@ -81,7 +81,7 @@ export class SqliteDatabase implements SqliteCalls {
   private readonly statements: ReturnType<typeof SqliteDatabase.prepare>;
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') makeDirectory(dirname(path), `--store sqlite:${path}: its directory`);
     const db = new Database(path, { timeout: 5_000 });
     this.db = db;
     try {

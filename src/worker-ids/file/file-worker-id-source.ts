@@ -1,9 +1,10 @@
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
+import { makeDirectory } from '../../platform/directory.js';
 import { readJsonFile, removeTemporaries, reserveDescriptor, writeJsonAtomically } from '../json-file.js';
 
 export const WORKER_FILE = 'snowflake-worker.json';
@@ -48,7 +49,7 @@ export class FileWorkerIdSource implements WorkerIdSource {
   }
 
   async acquire(): Promise<WorkerLease> {
-    await mkdir(this.dir, { recursive: true });
+    makeDirectory(this.dir, '--data-dir');
     await removeTemporaries(this.path);
     // From here on one descriptor is kept for the record: too many connections cannot stop it.
     reserveDescriptor();

@@ -1,5 +1,6 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { makeDirectory } from '../../platform/directory.js';
 
 /**
  * Leaf's own worker-ID cache (leaf-core/src/main/java/com/sankuai/inf/leaf/snowflake/
@@ -34,7 +35,7 @@ export class LeafCacheFile {
 
   /** Leaf's text exactly (`workerID=<n>`, no newline), replaced whole. */
   async write(workerId: number): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true });
+    makeDirectory(dirname(this.path), 'the worker-ID cache folder');
     const temporary = `${this.path}.frond.tmp`;
     await writeFile(temporary, `workerID=${workerId}`);
     await rename(temporary, this.path);
