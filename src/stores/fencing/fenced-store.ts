@@ -1,7 +1,10 @@
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
 import type { Allocation } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
+import { kindKey } from '../../core/tag-kind.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
 import { type FencedAdvance, type FenceOps, hasFenceOps } from './fence.js';
 import { HighWaterFile } from './high-water-file.js';
@@ -58,7 +61,11 @@ export class FencedStore implements OpenedStore {
     this.fenceOps = hasFenceOps(inner) ? inner : undefined;
     this.logger = options.logger ?? silentLogger;
     this.skip = BigInt(options.fenceSkip);
-    this.highWater = new HighWaterFile(options.dataDir, scopeOf(inner.description));
+    const scope = scopeOf(inner.description);
+    this.highWater = new HighWaterFile(options.dataDir, scope, {
+      // Records an older version kept under another spelling of the same SQLite file.
+      ...(scope.startsWith('sqlite:') && { alsoTagsOf: (other: string) => other.startsWith('sqlite:') }),
+    });
     if (inner.init !== undefined) {
       const init = inner.init.bind(inner);
       this.init = init;
@@ -132,7 +139,10 @@ export class FencedStore implements OpenedStore {
         await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
         continue;
       }
-      await this.record(tag, allocation.maxId, epoch, identity);
+      const recorded = this.highWater.state.kinds.get(tag);
+      if (recorded !== undefined && recorded !== kindKey(allocation.kind))
+        throw kindChangedByHand(tag, recorded, allocation);
+      await this.record(tag, allocation.maxId, epoch, identity, kindKey(allocation.kind));
       return allocation;
     }
     throw new FrondError(
@@ -236,9 +246,15 @@ export class FencedStore implements OpenedStore {
     return { maxId: jumped.maxId, step, tableStep: jumped.tableStep, kind: jumped.kind };
   }
 
-  private async record(tag: string, maxId: bigint, epoch: number, identity: string): Promise<void> {
+  private async record(
+    tag: string,
+    maxId: bigint,
+    epoch: number,
+    identity: string,
+    kind?: string,
+  ): Promise<void> {
     try {
-      await this.highWater.record(tag, maxId, epoch, identity);
+      await this.highWater.record(tag, maxId, epoch, identity, kind);
     } catch (error) {
       throw new FrondError(
         'STORE_UNAVAILABLE',
@@ -249,8 +265,35 @@ export class FencedStore implements OpenedStore {
   }
 }
 
-/** `postgres://frond@db1:5432/ids` → `postgres:ids`: the database, whichever host serves it. */
+/**
+ * `postgres://frond@db1:5432/ids` → `postgres:ids`: the database, whichever host serves it.
+ * `sqlite:data/frond.db` → `sqlite:/srv/frond/data/frond.db`: the file, however it is spelled
+ * (relative to another directory, through a symlink), so a node started another way still finds
+ * what it was granted (a relative spelling lost it: 3,000 IDs served twice after a restore).
+ */
 export function scopeOf(description: string): string {
+  if (description.startsWith('sqlite:')) return `sqlite:${realFile(description.slice('sqlite:'.length))}`;
   const match = /^([a-z]+):\/\/[^/]*\/(.*)$/.exec(description);
   return match === null ? description : `${match[1]}:${match[2]}`;
+}
+
+/** The file's absolute path with its directory's symlinks resolved (the file may not exist yet). */
+function realFile(path: string): string {
+  if (path === ':memory:') return path;
+  const absolute = resolve(path);
+  try {
+    return join(realpathSync(dirname(absolute)), basename(absolute));
+  } catch {
+    return absolute;
+  }
+}
+
+/** A grant of another kind than this node recorded for the tag: refused, never served. */
+function kindChangedByHand(tag: string, recorded: string, allocation: Allocation): FrondError {
+  const now = kindKey(allocation.kind);
+  const name = (key: string) => (key === '' ? 'plain' : `opaque (${key.split(' ')[1]})`);
+  return new FrondError(
+    'INVALID_CONFIG',
+    `tag ${tag} served ${name(recorded)} IDs on this node and the store now grants it ${name(now)}: its rows in frond_tag_options or frond_high_water were changed by hand, and serving it could repeat an ID; put them back, or use a new tag name`,
+  );
 }

@@ -11,6 +11,12 @@ export interface HighWater {
   identity: string | undefined;
   /** Per tag, the highest max_id this node was ever granted. */
   tags: Map<string, bigint>;
+  /**
+   * Per tag, the kind (`kindKey`: `''` plain, `opaque …`) of the last segment this node was granted:
+   * a tag keeps its kind for good once it served IDs, so a grant of another kind means its rows in
+   * frond's tables were changed by hand (FencedStore refuses it). Absent for records of older versions.
+   */
+  kinds: Map<string, string>;
 }
 
 interface FileShape {
@@ -22,6 +28,7 @@ interface StoreShape {
   epoch: number;
   identity?: string;
   tags: Record<string, string>;
+  kinds?: Record<string, string>;
 }
 
 export const HIGH_WATER_FILE = 'segment-high-water.json';
@@ -42,6 +49,7 @@ interface JournalLine {
   identity?: string;
   tag?: string;
   max?: string;
+  kind?: string;
 }
 
 /**
@@ -90,6 +98,12 @@ export interface HighWaterOptions {
    */
   nodeDir?: string;
   io?: JournalIo;
+  /**
+   * Other scopes in the same files whose tags (not epochs) are folded in: the one SQLite file of a
+   * data dir spelled another way by an older version (`sqlite:data/frond.db`, relative to where it
+   * was started). Folding in too much only raises a floor (a gap), never lowers one.
+   */
+  alsoTagsOf?: (scope: string) => boolean;
 }
 
 /**
@@ -169,14 +183,23 @@ export class HighWaterFile {
     this.journalBytes = journal?.whole ?? 0;
     this.journalDurable = journal !== undefined;
     const stored: StoreShape = { epoch: 0, tags: {} };
-    raise(stored, this.file.stores[scope]);
+    const also = options.alsoTagsOf;
+    const fold = (file: FileShape) => {
+      raise(stored, file.stores[scope]);
+      if (also === undefined) return;
+      for (const [other, store] of Object.entries(file.stores))
+        if (other !== scope && also(other))
+          raise(stored, { epoch: 0, tags: store.tags, kinds: store.kinds ?? {} });
+    };
+    fold(this.file);
     for (const dir of nodeDirs(options.nodeDir ?? nodeDirOf(dataDir), dataDir)) {
-      raise(stored, readSibling(dir, this.unreadable).stores[scope]);
+      fold(readSibling(dir, this.unreadable));
     }
     this.mine = {
       epoch: stored.epoch,
       identity: stored.identity,
       tags: new Map(Object.entries(stored.tags).map(([tag, max]) => [tag, BigInt(max)])),
+      kinds: new Map(Object.entries(stored.kinds ?? {})),
     };
   }
 
@@ -184,10 +207,17 @@ export class HighWaterFile {
     return this.mine;
   }
 
-  /** Raises what is remembered (never lowers it) and resolves once it is on disk. */
-  record(tag: string, maxId: bigint, epoch: number, identity: string | undefined): Promise<void> {
+  /** Raises what is remembered (never lowers it), with the grant's kind, and resolves once it is on disk. */
+  record(
+    tag: string,
+    maxId: bigint,
+    epoch: number,
+    identity: string | undefined,
+    kind?: string,
+  ): Promise<void> {
     const known = this.mine.tags.get(tag);
     if (known === undefined || maxId > known) this.mine.tags.set(tag, maxId);
+    if (kind !== undefined) this.mine.kinds.set(tag, kind);
     this.seen(epoch, identity);
     return this.persist(tag);
   }
@@ -209,6 +239,8 @@ export class HighWaterFile {
     };
     const max = tag === undefined ? undefined : this.mine.tags.get(tag);
     if (tag !== undefined && max !== undefined) Object.assign(line, { tag, max: max.toString() });
+    const kind = tag === undefined ? undefined : this.mine.kinds.get(tag);
+    if (kind !== undefined) line.kind = kind;
     this.pending.push(JSON.stringify(line));
     // A write that has not started yet will include this change.
     if (this.queued !== undefined) return this.queued;
@@ -386,6 +418,12 @@ function raise(store: StoreShape, from: StoreShape | undefined): void {
   for (const [tag, max] of Object.entries(from.tags ?? {})) {
     if (typeof max === 'string' && INTEGER.test(max)) raiseTag(store, tag, max);
   }
+  // A kind already known is kept: this process's own record comes first, the others' after it.
+  for (const [tag, kind] of Object.entries(from.kinds ?? {})) {
+    if (typeof kind !== 'string') continue;
+    store.kinds ??= {};
+    store.kinds[tag] ??= kind;
+  }
 }
 
 /** A journal line into the file's shape, by the same rules as in memory: values only go up. */
@@ -398,6 +436,11 @@ function apply(file: FileShape, line: JournalLine): void {
 function apply1(store: StoreShape, line: JournalLine): void {
   raiseEpoch(store, line.epoch, line.identity);
   if (line.tag !== undefined && line.max !== undefined) raiseTag(store, line.tag, line.max);
+  // The journal is in order: a later line's kind is the newer one.
+  if (line.tag !== undefined && typeof line.kind === 'string') {
+    store.kinds ??= {};
+    store.kinds[line.tag] = line.kind;
+  }
 }
 
 function raiseEpoch(store: StoreShape, epoch: number, identity: string | undefined): void {
