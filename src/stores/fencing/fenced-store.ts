@@ -21,15 +21,17 @@ const MAX_ROUNDS = 4;
  * range is served twice when the database loses commits (a failover to an asynchronous replica),
  * goes back (a restore from a backup), or two primaries are alive at once (split brain).
  *
- * 1. On a store with `FenceOps` (PostgreSQL, MySQL), each advance is checked in its own
- *    transaction against frond's fence row; a row that names another database means this one may
- *    have lost grants: the node fences (one guarded transaction, one node does it, the others
- *    find it done) and advances again.
+ * 1. Each advance is checked in its own transaction against frond's fence row (`FenceOps`: every
+ *    store has it); a row that names another database, or none, means this one may have lost
+ *    grants: the node fences (one guarded transaction, one node does it, the others find it done)
+ *    and advances again.
  * 2. A grant that starts below the highest max_id this node was ever granted (remembered durably
  *    in the data dir, `HighWaterFile`) means the database went back: it is thrown away, and the
- *    database is fenced past it (or, on a store without a fence, the next range is taken above it).
+ *    database is fenced past it: every tag up by the skip, so past what the other nodes (or the
+ *    other processes on an SQLite file) hold too, which this node's data dir does not know.
  * 3. A grant under an older epoch than one this node saw, from another database than the one that
  *    epoch was seen on, comes from a primary that was replaced: it is refused (503), never served.
+ *    On an SQLite file (`singleCopy`) there is no other primary: it is the file restored, fenced.
  * 4. The grant is written to the data dir before it is handed to the buffer.
  *
  * Every refusal is STORE_UNAVAILABLE, which the core answers as 503 SEGMENT_UNAVAILABLE.
@@ -37,7 +39,7 @@ const MAX_ROUNDS = 4;
 export class FencedStore implements OpenedStore {
   readonly description: string;
   private readonly highWater: HighWaterFile;
-  private readonly fenceOps: FenceOps | undefined;
+  private readonly fenceOps: FenceOps;
   private readonly logger: Logger;
   private readonly skip: bigint;
   /** One fence at a time from this node; loads of other tags wait for it. */
@@ -55,7 +57,12 @@ export class FencedStore implements OpenedStore {
     options: FencedStoreOptions,
   ) {
     this.description = inner.description;
-    this.fenceOps = hasFenceOps(inner) ? inner : undefined;
+    if (!hasFenceOps(inner))
+      throw new FrondError(
+        'INTERNAL',
+        `${inner.description} has no fence; every store needs one to be served`,
+      );
+    this.fenceOps = inner;
     this.logger = options.logger ?? silentLogger;
     this.skip = BigInt(options.fenceSkip);
     this.highWater = new HighWaterFile(options.dataDir, scopeOf(inner.description));
@@ -101,7 +108,7 @@ export class FencedStore implements OpenedStore {
       }
       const { allocation, epoch, identity } = result;
       if (epoch < sentEpoch) {
-        if (identity !== sentIdentity) {
+        if (identity !== sentIdentity && this.fenceOps.singleCopy !== true) {
           throw new FrondError(
             'STORE_UNAVAILABLE',
             `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${sentEpoch} on ${sentIdentity}; a primary that was replaced is not served from (split brain)`,
@@ -114,6 +121,7 @@ export class FencedStore implements OpenedStore {
           reason: 'fence epoch went back',
           epoch,
           seen: sentEpoch,
+          ...(identity === sentIdentity ? {} : { identity, seenIdentity: sentIdentity }),
         });
         await this.fence(epoch, sentEpoch);
         continue;
@@ -128,7 +136,6 @@ export class FencedStore implements OpenedStore {
           start: start.toString(),
           reached: reached.toString(),
         });
-        if (this.fenceOps === undefined) return this.above(tag, allocation, reached, epoch, identity);
         await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
         continue;
       }
@@ -179,14 +186,12 @@ export class FencedStore implements OpenedStore {
     return this.inner.close();
   }
 
-  private async advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
-    if (this.fenceOps !== undefined) return this.fenceOps.advanceFenced(tag, step);
-    const allocation = await this.inner.advance(tag, step);
-    return allocation && { kind: 'granted', allocation, epoch: 0, identity: this.description };
+  private advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
+    return this.fenceOps.advanceFenced(tag, step);
   }
 
   private fence(observedEpoch: number, aboveEpoch: number): Promise<void> {
-    const ops = this.fenceOps as FenceOps;
+    const ops = this.fenceOps;
     this.fencing ??= (async () => {
       try {
         const outcome = await ops.fence({
@@ -213,27 +218,6 @@ export class FencedStore implements OpenedStore {
       }
     })();
     return this.fencing;
-  }
-
-  /** A store without a fence (SQLite) that went back: the next range is taken above `reached`. */
-  private async above(
-    tag: string,
-    allocation: Allocation,
-    reached: bigint,
-    epoch: number,
-    identity: string,
-  ): Promise<Allocation> {
-    const step = allocation.step;
-    const jumped = await this.inner.advance(tag, Number(reached - allocation.maxId) + step);
-    if (jumped === undefined || jumped.maxId - BigInt(step) < reached) {
-      throw new FrondError(
-        'STORE_UNAVAILABLE',
-        `${this.description}: tag ${tag} went back below ${reached}; retry`,
-      );
-    }
-    await this.record(tag, jumped.maxId, epoch, identity);
-    // Only the top `step` IDs are served; what lies below is a gap.
-    return { maxId: jumped.maxId, step, tableStep: jumped.tableStep, kind: jumped.kind };
   }
 
   private async record(tag: string, maxId: bigint, epoch: number, identity: string): Promise<void> {
