@@ -88,6 +88,13 @@ export class FencedStore implements OpenedStore {
   }
 
   private async advanceInTurn(tag: string, step: number | undefined): Promise<Allocation | undefined> {
+    // Fences the database may have lost: the epochs this node saw above the one it answers with. A
+    // database restored from before a fence lost that fence's skip as well as its grants, and so
+    // did every node's ranges above it: one skip from the restored floor lands among them (a copy
+    // taken at epoch 1, a fence to 2 that raised every tag by 10^9, grants above it, the copy put
+    // back: the next fence raised to 10^9 + 1001, where another process held its range). Each
+    // fence is raised by the skip once more per epoch lost.
+    let lost = 0;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (this.fencing !== undefined) await this.fencing;
       // What this node knew when it asked: an answer read before a fence that this node learned of
@@ -103,7 +110,9 @@ export class FencedStore implements OpenedStore {
           reason: result.epoch === 0 ? 'first use of this database' : 'database identity changed',
           identity: result.identity,
         });
-        await this.fence(result.epoch, sentEpoch);
+        // A row made again starts at 1 or above, without a raise: from 1 up, each epoch was a raise.
+        lost = Math.max(lost, sentEpoch - Math.max(result.epoch, 1));
+        await this.fence(result.epoch, sentEpoch, lost);
         continue;
       }
       const { allocation, epoch, identity } = result;
@@ -123,7 +132,8 @@ export class FencedStore implements OpenedStore {
           seen: sentEpoch,
           ...(identity === sentIdentity ? {} : { identity, seenIdentity: sentIdentity }),
         });
-        await this.fence(epoch, sentEpoch);
+        lost = Math.max(lost, sentEpoch - epoch);
+        await this.fence(epoch, sentEpoch, lost);
         continue;
       }
       const start = allocation.maxId - BigInt(allocation.step);
@@ -136,7 +146,7 @@ export class FencedStore implements OpenedStore {
           start: start.toString(),
           reached: reached.toString(),
         });
-        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
+        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch), lost);
         continue;
       }
       await this.record(tag, allocation.maxId, epoch, identity);
@@ -190,14 +200,16 @@ export class FencedStore implements OpenedStore {
     return this.fenceOps.advanceFenced(tag, step);
   }
 
-  private fence(observedEpoch: number, aboveEpoch: number): Promise<void> {
+  /** `lost`: fences the database may have lost, each a skip more (see advanceInTurn). */
+  private fence(observedEpoch: number, aboveEpoch: number, lost: number): Promise<void> {
     const ops = this.fenceOps;
+    const skip = this.skip * BigInt(1 + lost);
     this.fencing ??= (async () => {
       try {
         const outcome = await ops.fence({
           observedEpoch,
           aboveEpoch,
-          skip: this.skip,
+          skip,
           atLeast: this.highWater.state.tags,
         });
         this.highWater.seen(outcome.epoch, outcome.identity);
@@ -210,7 +222,7 @@ export class FencedStore implements OpenedStore {
             epoch: outcome.epoch,
             identity: outcome.identity,
             tags: outcome.tags,
-            skip: this.skip.toString(),
+            skip: skip.toString(),
           },
         );
       } finally {
