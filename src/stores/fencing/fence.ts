@@ -1,6 +1,6 @@
-// What a store on a replicated database server offers so that frond survives a failover, a
-// restore and a split brain (docs/databases.md, "Failover, restore and split brain"). The SQL is
-// each backend's; the rules that use it live in fenced-store.ts, the same for every backend.
+// What every store offers so that frond survives a failover, a restore and a split brain
+// (docs/databases.md, "Failover, restore and split brain"). The SQL is each backend's; the rules
+// that use it live in fenced-store.ts, the same for every backend.
 import type { Allocation } from '../../core/segment-store.js';
 
 /**
@@ -36,6 +36,14 @@ export interface FenceRequest {
 }
 
 export interface FenceOps {
+  /**
+   * True where no second copy of the database can serve beside it (an SQLite file: one file on one
+   * machine, whose row names itself with a random identity). There an older epoch under another
+   * identity is the file restored from a backup taken before its row was made (or the row deleted
+   * and made again by a node that knew an older epoch), never a replaced primary still alive: it is
+   * fenced like any restore instead of refused, which would refuse it for good.
+   */
+  readonly singleCopy?: boolean;
   /** `undefined`: the tag has no row. An error: the outcome is unknown (the range is thrown away). */
   advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined>;
   /**

@@ -24,15 +24,17 @@ const MAX_ROUNDS = 4;
  * range is served twice when the database loses commits (a failover to an asynchronous replica),
  * goes back (a restore from a backup), or two primaries are alive at once (split brain).
  *
- * 1. On a store with `FenceOps` (PostgreSQL, MySQL), each advance is checked in its own
- *    transaction against frond's fence row; a row that names another database means this one may
- *    have lost grants: the node fences (one guarded transaction, one node does it, the others
- *    find it done) and advances again.
+ * 1. Each advance is checked in its own transaction against frond's fence row (`FenceOps`: every
+ *    store has it); a row that names another database, or none, means this one may have lost
+ *    grants: the node fences (one guarded transaction, one node does it, the others find it done)
+ *    and advances again.
  * 2. A grant that starts below the highest max_id this node was ever granted (remembered durably
  *    in the data dir, `HighWaterFile`) means the database went back: it is thrown away, and the
- *    database is fenced past it (or, on a store without a fence, the next range is taken above it).
+ *    database is fenced past it: every tag up by the skip, so past what the other nodes (or the
+ *    other processes on an SQLite file) hold too, which this node's data dir does not know.
  * 3. A grant under an older epoch than one this node saw, from another database than the one that
  *    epoch was seen on, comes from a primary that was replaced: it is refused (503), never served.
+ *    On an SQLite file (`singleCopy`) there is no other primary: it is the file restored, fenced.
  * 4. The grant is written to the data dir before it is handed to the buffer.
  *
  * Every refusal is STORE_UNAVAILABLE, which the core answers as 503 SEGMENT_UNAVAILABLE.
@@ -40,7 +42,7 @@ const MAX_ROUNDS = 4;
 export class FencedStore implements OpenedStore {
   readonly description: string;
   private readonly highWater: HighWaterFile;
-  private readonly fenceOps: FenceOps | undefined;
+  private readonly fenceOps: FenceOps;
   private readonly logger: Logger;
   private readonly skip: bigint;
   /** One fence at a time from this node; loads of other tags wait for it. */
@@ -58,7 +60,12 @@ export class FencedStore implements OpenedStore {
     options: FencedStoreOptions,
   ) {
     this.description = inner.description;
-    this.fenceOps = hasFenceOps(inner) ? inner : undefined;
+    if (!hasFenceOps(inner))
+      throw new FrondError(
+        'INTERNAL',
+        `${inner.description} has no fence; every store needs one to be served`,
+      );
+    this.fenceOps = inner;
     this.logger = options.logger ?? silentLogger;
     this.skip = BigInt(options.fenceSkip);
     const scope = scopeOf(inner.description);
@@ -88,6 +95,13 @@ export class FencedStore implements OpenedStore {
   }
 
   private async advanceInTurn(tag: string, step: number | undefined): Promise<Allocation | undefined> {
+    // Fences the database may have lost: the epochs this node saw above the one it answers with. A
+    // database restored from before a fence lost that fence's skip as well as its grants, and so
+    // did every node's ranges above it: one skip from the restored floor lands among them (a copy
+    // taken at epoch 1, a fence to 2 that raised every tag by 10^9, grants above it, the copy put
+    // back: the next fence raised to 10^9 + 1001, where another process held its range). Each
+    // fence is raised by the skip once more per epoch lost.
+    let lost = 0;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (this.fencing !== undefined) await this.fencing;
       // What this node knew when it asked: an answer read before a fence that this node learned of
@@ -103,12 +117,14 @@ export class FencedStore implements OpenedStore {
           reason: result.epoch === 0 ? 'first use of this database' : 'database identity changed',
           identity: result.identity,
         });
-        await this.fence(result.epoch, sentEpoch);
+        // A row made again starts at 1 or above, without a raise: from 1 up, each epoch was a raise.
+        lost = Math.max(lost, sentEpoch - Math.max(result.epoch, 1));
+        await this.fence(result.epoch, sentEpoch, lost);
         continue;
       }
       const { allocation, epoch, identity } = result;
       if (epoch < sentEpoch) {
-        if (identity !== sentIdentity) {
+        if (identity !== sentIdentity && this.fenceOps.singleCopy !== true) {
           throw new FrondError(
             'STORE_UNAVAILABLE',
             `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${sentEpoch} on ${sentIdentity}; a primary that was replaced is not served from (split brain)`,
@@ -121,8 +137,10 @@ export class FencedStore implements OpenedStore {
           reason: 'fence epoch went back',
           epoch,
           seen: sentEpoch,
+          ...(identity === sentIdentity ? {} : { identity, seenIdentity: sentIdentity }),
         });
-        await this.fence(epoch, sentEpoch);
+        lost = Math.max(lost, sentEpoch - epoch);
+        await this.fence(epoch, sentEpoch, lost);
         continue;
       }
       const start = allocation.maxId - BigInt(allocation.step);
@@ -135,8 +153,7 @@ export class FencedStore implements OpenedStore {
           start: start.toString(),
           reached: reached.toString(),
         });
-        if (this.fenceOps === undefined) return this.above(tag, allocation, reached, epoch, identity);
-        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch));
+        await this.fence(epoch, Math.max(epoch, this.highWater.state.epoch), lost);
         continue;
       }
       const recorded = this.highWater.state.kinds.get(tag);
@@ -189,20 +206,20 @@ export class FencedStore implements OpenedStore {
     return this.inner.close();
   }
 
-  private async advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
-    if (this.fenceOps !== undefined) return this.fenceOps.advanceFenced(tag, step);
-    const allocation = await this.inner.advance(tag, step);
-    return allocation && { kind: 'granted', allocation, epoch: 0, identity: this.description };
+  private advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
+    return this.fenceOps.advanceFenced(tag, step);
   }
 
-  private fence(observedEpoch: number, aboveEpoch: number): Promise<void> {
-    const ops = this.fenceOps as FenceOps;
+  /** `lost`: fences the database may have lost, each a skip more (see advanceInTurn). */
+  private fence(observedEpoch: number, aboveEpoch: number, lost: number): Promise<void> {
+    const ops = this.fenceOps;
+    const skip = this.skip * BigInt(1 + lost);
     this.fencing ??= (async () => {
       try {
         const outcome = await ops.fence({
           observedEpoch,
           aboveEpoch,
-          skip: this.skip,
+          skip,
           atLeast: this.highWater.state.tags,
         });
         this.highWater.seen(outcome.epoch, outcome.identity);
@@ -215,7 +232,7 @@ export class FencedStore implements OpenedStore {
             epoch: outcome.epoch,
             identity: outcome.identity,
             tags: outcome.tags,
-            skip: this.skip.toString(),
+            skip: skip.toString(),
           },
         );
       } finally {
@@ -223,27 +240,6 @@ export class FencedStore implements OpenedStore {
       }
     })();
     return this.fencing;
-  }
-
-  /** A store without a fence (SQLite) that went back: the next range is taken above `reached`. */
-  private async above(
-    tag: string,
-    allocation: Allocation,
-    reached: bigint,
-    epoch: number,
-    identity: string,
-  ): Promise<Allocation> {
-    const step = allocation.step;
-    const jumped = await this.inner.advance(tag, Number(reached - allocation.maxId) + step);
-    if (jumped === undefined || jumped.maxId - BigInt(step) < reached) {
-      throw new FrondError(
-        'STORE_UNAVAILABLE',
-        `${this.description}: tag ${tag} went back below ${reached}; retry`,
-      );
-    }
-    await this.record(tag, jumped.maxId, epoch, identity);
-    // Only the top `step` IDs are served; what lies below is a gap.
-    return { maxId: jumped.maxId, step, tableStep: jumped.tableStep, kind: jumped.kind };
   }
 
   private async record(

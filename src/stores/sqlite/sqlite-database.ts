@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
@@ -5,6 +6,7 @@ import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segm
 import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
@@ -41,16 +43,32 @@ export const SQLITE_HIGH_WATER_DDL = `CREATE TABLE IF NOT EXISTS frond_high_wate
   max_id  BIGINT       NOT NULL
 )`;
 
+/**
+ * The fence row, as on PostgreSQL and MySQL (docs/databases.md, "Failover, restore and split
+ * brain"). A file has no server to name it, so the row names itself: `identity` is a random UUID
+ * written by the fence that creates the row, and every advance reads the row in its transaction. A
+ * file restored from a backup carries the row as it was then (the same identity, an older epoch) or
+ * none at all (a backup taken before frond's first fence): either way the nodes that were granted
+ * ranges since fence it, raising every tag past what any process on the file may hold.
+ */
+export const SQLITE_FENCE_DDL = `CREATE TABLE IF NOT EXISTS frond_fence (
+  id        INTEGER      NOT NULL PRIMARY KEY CHECK (id = 1),
+  epoch     INTEGER      NOT NULL,
+  identity  VARCHAR(128) NOT NULL,
+  fenced_at TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+
 /** Every table frond creates in the file, in order (`frond db init --print` shows them). */
-export const SQLITE_TABLES_DDL = [SQLITE_DDL, SQLITE_FROND_DDL, SQLITE_HIGH_WATER_DDL];
+export const SQLITE_TABLES_DDL = [SQLITE_DDL, SQLITE_FROND_DDL, SQLITE_HIGH_WATER_DDL, SQLITE_FENCE_DDL];
 
 /**
  * The floor a tag advances from: its max_id, or frond's record when that is higher (the row was
  * deleted and put back lower). SQLite's two-argument max() is the larger one; the record of a tag
  * without one is its own max_id. Used inside the UPDATE of leaf_alloc, so `max_id` is the row's.
  */
-const FLOOR =
-  'max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = @tag), max_id))';
+const floorOf = (tag: string) =>
+  `max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), max_id))`;
+const FLOOR = floorOf('@tag');
 
 interface RawRow {
   biz_tag: string;
@@ -67,6 +85,12 @@ interface GrantRow {
   high_water: bigint | null;
   opaque_domain: string | null;
   key_check: string | null;
+}
+
+/** frond_fence's one row, when there is one. */
+interface FenceRow {
+  epoch: bigint;
+  identity: string;
 }
 
 /**
@@ -156,43 +180,109 @@ export class SqliteDatabase implements SqliteCalls {
       insertOptions: db.prepare(
         'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
       ),
+      fenceRow: db.prepare('SELECT epoch, identity FROM frond_fence WHERE id = 1').safeIntegers(true),
+      createFence: db.prepare('INSERT INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)'),
+      setFence: db.prepare('UPDATE frond_fence SET epoch = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1'),
+      // Every tag up by the skip from its floor (frond_high_water counts: a row put back lower was
+      // granted from there), and a tag within the skip of 2^63 - 1 up to it: used up, not made a
+      // REAL. A row whose max_id is not an integer is left alone: no advance serves it (`grant`).
+      raiseAll: db.prepare(
+        `UPDATE leaf_alloc SET max_id = CASE WHEN ${floorOf('leaf_alloc.biz_tag')} > ${MAX_SEGMENT_ID} - @skip THEN ${MAX_SEGMENT_ID} ELSE ${floorOf('leaf_alloc.biz_tag')} + @skip END, update_time = CURRENT_TIMESTAMP WHERE typeof(max_id) = 'integer'`,
+      ),
+      raiseTo: db.prepare(
+        'UPDATE leaf_alloc SET max_id = @maxId, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id < @maxId',
+      ),
     };
   }
 
   advance(tag: string, step?: number): Allocation | undefined {
-    const run = this.db.transaction((): Allocation | undefined => {
-      // The step is bound as a bigint: a JavaScript number is bound as a REAL, and max_id + REAL
-      // above 2^53 is rounded.
-      const changed =
-        step === undefined
-          ? this.statements.advanceByTableStep.run({ tag }).changes
-          : this.statements.advanceBy.run({ step: BigInt(step), tag }).changes;
-      const row = this.statements.readGrant.get(tag) as GrantRow | undefined;
-      if (row === undefined) return undefined;
-      if (typeof row.max_id !== 'bigint') {
-        throw new FrondError(
-          'INVALID_CONFIG',
-          `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id`,
-        );
-      }
-      const tableStep = Number(row.step);
-      if (changed === 0) {
-        // Nothing reserved: the next range from the floor would pass 2^63 - 1.
-        const floor = row.high_water !== null && row.high_water > row.max_id ? row.high_water : row.max_id;
-        throw rangeExhausted(tag, floor, step ?? tableStep);
-      }
-      // In the same transaction: a grant is never served that frond_high_water does not cover.
-      this.statements.record.run(tag, row.max_id);
-      return {
-        maxId: row.max_id,
-        step: step ?? tableStep,
-        tableStep,
-        kind: kindOf(row.opaque_domain, row.key_check),
-      };
-    });
     // IMMEDIATE: the write lock from the start, so the floor read inside the UPDATE and the record
     // written after it are one step for every process on the file.
-    return run.immediate();
+    return this.db.transaction(() => this.grant(tag, step)).immediate();
+  }
+
+  /**
+   * `advance` checked against the fence row in the same transaction (FenceOps): no row, nothing is
+   * reserved and the caller fences first (`unfenced`); a row, the advance is granted under its
+   * epoch and identity. The row is the file's own, so it is always current: a file that went back
+   * shows an older epoch than the nodes saw, or a grant below their high-water, and they fence.
+   */
+  advanceFenced(tag: string, step?: number): FencedAdvance | undefined {
+    return this.db
+      .transaction((): FencedAdvance | undefined => {
+        const fence = this.statements.fenceRow.get() as FenceRow | undefined;
+        // No identity yet: the fence that creates the row draws it.
+        if (fence === undefined) return { kind: 'unfenced', epoch: 0, identity: '' };
+        const allocation = this.grant(tag, step);
+        return (
+          allocation && {
+            kind: 'granted',
+            allocation,
+            epoch: Number(fence.epoch),
+            identity: fence.identity,
+          }
+        );
+      })
+      .immediate();
+  }
+
+  /**
+   * One IMMEDIATE transaction, so every advance of every process on the file waits for it: a file
+   * without the row gets one (a new identity, nothing raised); a row whose epoch is past the one
+   * the caller read was fenced by another process meanwhile (nothing done); otherwise every tag is
+   * raised by the skip (and to `atLeast`) and the epoch goes past both the row's and the caller's.
+   */
+  fence(request: FenceRequest): FenceOutcome {
+    return this.db
+      .transaction((): FenceOutcome => {
+        const row = this.statements.fenceRow.get() as FenceRow | undefined;
+        if (row === undefined) {
+          const created = { epoch: request.aboveEpoch + 1, identity: randomUUID() };
+          this.statements.createFence.run(BigInt(created.epoch), created.identity);
+          return { ...created, fenced: false, tags: 0 };
+        }
+        const found = Number(row.epoch);
+        if (found > request.observedEpoch)
+          return { epoch: found, identity: row.identity, fenced: false, tags: 0 };
+        const tags = this.statements.raiseAll.run({ skip: request.skip }).changes;
+        for (const [tag, maxId] of request.atLeast) this.statements.raiseTo.run({ tag, maxId });
+        const epoch = Math.max(found, request.aboveEpoch) + 1;
+        this.statements.setFence.run(BigInt(epoch));
+        return { epoch, identity: row.identity, fenced: true, tags };
+      })
+      .immediate();
+  }
+
+  /** One advance, inside the caller's IMMEDIATE transaction. */
+  private grant(tag: string, step: number | undefined): Allocation | undefined {
+    // The step is bound as a bigint: a JavaScript number is bound as a REAL, and max_id + REAL
+    // above 2^53 is rounded.
+    const changed =
+      step === undefined
+        ? this.statements.advanceByTableStep.run({ tag }).changes
+        : this.statements.advanceBy.run({ step: BigInt(step), tag }).changes;
+    const row = this.statements.readGrant.get(tag) as GrantRow | undefined;
+    if (row === undefined) return undefined;
+    if (typeof row.max_id !== 'bigint') {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id`,
+      );
+    }
+    const tableStep = Number(row.step);
+    if (changed === 0) {
+      // Nothing reserved: the next range from the floor would pass 2^63 - 1.
+      const floor = row.high_water !== null && row.high_water > row.max_id ? row.high_water : row.max_id;
+      throw rangeExhausted(tag, floor, step ?? tableStep);
+    }
+    // In the same transaction: a grant is never served that frond_high_water does not cover.
+    this.statements.record.run(tag, row.max_id);
+    return {
+      maxId: row.max_id,
+      step: step ?? tableStep,
+      tableStep,
+      kind: kindOf(row.opaque_domain, row.key_check),
+    };
   }
 
   listTags(): string[] {

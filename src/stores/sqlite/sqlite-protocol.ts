@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { ERROR_CODES, FrondError, type FrondErrorCode } from '../../core/errors.js';
 import type { Allocation } from '../../core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 
 /**
  * What the SQLite worker thread answers: the store's calls, synchronous there (sqlite-database.ts).
@@ -10,6 +11,8 @@ import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
  */
 export interface SqliteCalls {
   advance(tag: string, step?: number): Allocation | undefined;
+  advanceFenced(tag: string, step?: number): FencedAdvance | undefined;
+  fence(request: FenceRequest): FenceOutcome;
   listTags(): string[];
   getTag(tag: string): TagRow | undefined;
   listRows(): TagRow[];

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { describeError, FrondError } from '../../core/errors.js';
 import type { Allocation } from '../../core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
+import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
 import { SqliteDatabase } from './sqlite-database.js';
 import {
   fromWire,
@@ -55,8 +56,10 @@ interface Pending {
  * no process alive. If it dies, the calls it had fail with STORE_UNAVAILABLE (a segment load's
  * outcome unknown, as for any store error) and the next call starts a new one; `close` ends it.
  */
-export class SqliteSegmentStore implements TagStore {
+export class SqliteSegmentStore implements TagStore, FenceOps {
   readonly description: string;
+  /** One file, no replica that could be promoted: see FenceOps. */
+  readonly singleCopy = true;
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
@@ -74,6 +77,14 @@ export class SqliteSegmentStore implements TagStore {
 
   advance(tag: string, step?: number): Promise<Allocation | undefined> {
     return this.call('advance', step === undefined ? [tag] : [tag, step]);
+  }
+
+  advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    return this.call('advanceFenced', step === undefined ? [tag] : [tag, step]);
+  }
+
+  fence(request: FenceRequest): Promise<FenceOutcome> {
+    return this.call('fence', [request]);
   }
 
   listTags(): Promise<string[]> {
