@@ -10,7 +10,7 @@ import type { Logger } from '../../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../src/core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../src/core/segment-step.js';
 import { LEAF_EPOCH } from '../../src/core/snowflake-layout.js';
-import { createApp } from '../../src/server/app.js';
+import { createApp } from '../../src/server/http/app.js';
 import { SqliteSegmentStore } from '../../src/stores/sqlite/sqlite-segment-store.js';
 import { LatencyStore } from '../lib/latency-store.js';
 
