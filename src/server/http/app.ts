@@ -12,7 +12,8 @@ import { createOpsHandlers, type OpsDeps } from '../ops/ops-handlers.js';
 import type { AccessOptions } from './access.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendError } from './responses.js';
-import { type RouteLabel, routeTable } from './route-table.js';
+import type { RouteLabel } from './route-label.js';
+import { routeTable } from './route-table.js';
 import { createRouter } from './router.js';
 
 export interface AppDeps {

@@ -1,24 +1,7 @@
 import type { IdHandlers } from '../ids/id-handlers.js';
 import type { OpsHandlers } from '../ops/ops-handlers.js';
+import type { RouteLabel } from './route-label.js';
 import type { Route } from './router.js';
-
-/** The `route` label of `frond_http_request_duration_seconds`; `other` for a path no route matched. */
-export type RouteLabel =
-  | 'leaf_segment'
-  | 'leaf_snowflake'
-  | 'v1_segment'
-  | 'v1_ranges'
-  | 'v1_snowflake'
-  | 'decode'
-  | 'healthz'
-  | 'cache'
-  | 'db'
-  | 'metrics'
-  | 'dashboard'
-  | 'stats'
-  | 'readyz'
-  | 'admin'
-  | 'other';
 
 /**
  * Every route of the HTTP API, in one place: path, methods, who may call it, handler and metrics

@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../../core/errors.js';
 import type { CoreObserver } from '../../core/observer.js';
-import type { RouteLabel } from '../http/route-table.js';
+import type { RouteLabel } from '../http/route-label.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
 import type { LabelledTag, OtherTags, StatsSampler } from './stats.js';

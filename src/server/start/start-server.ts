@@ -9,7 +9,7 @@ import { FencedStore } from '../../stores/fencing/fenced-store.js';
 import type { OpenedStore } from '../../stores/store-backend.js';
 import { openStore } from '../../stores/store-registry.js';
 import { type CoordinatorConfig, openWorkerIdSource } from '../../worker-ids/worker-id-registry.js';
-import type { ClusterLink } from '../cluster/cluster.js';
+import type { ClusterLink } from '../cluster/worker-link.js';
 import { createApp } from '../http/app.js';
 import {
   createHttpServer,
