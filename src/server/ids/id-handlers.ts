@@ -6,6 +6,7 @@ import { decomposeSnowflake, parseSnowflakeId } from '../../core/snowflake-layou
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { TagRow, TagStore } from '../../core/tag-admin.js';
+import { disabled } from '../http/mode-disabled.js';
 import { sendHtml, sendJson, sendJsonBytes, sendText } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from '../leaf/leaf-errors.js';
@@ -202,11 +203,6 @@ export function createIdHandlers(
 function stripSlash(text: string): string {
   // Leaf (Spring MVC) serves `/api/segment/get/abc/` as `abc`.
   return text.endsWith('/') ? text.slice(0, -1) : text;
-}
-
-/** MODE_DISABLED names the flag that turned the mode off, so the operator knows what to change. */
-export function disabled(mode: string, flag: string): FrondError {
-  return new FrondError('MODE_DISABLED', `${mode} mode is off on this node (started with ${flag})`);
 }
 
 /** `count` from the query: 1 when absent, else an integer from 1 to `max` (10,000 by default). */

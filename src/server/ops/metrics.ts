@@ -1,23 +1,15 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../../core/errors.js';
 import type { CoreObserver } from '../../core/observer.js';
+import type { RequestObserver } from '../http/request-timing.js';
 import type { RouteLabel } from '../http/route-label.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
 import type { LabelledTag, OtherTags, StatsSampler } from './stats.js';
 import { FROND_VERSION } from './version.js';
 
-/** What the HTTP layer reports about each request; a no-op when metrics are off. */
-export interface RequestObserver {
-  /** `route` is the label of the route table's entry (`other` when none matched). */
-  request(route: RouteLabel, status: number, seconds: number): void;
-  error(code: FrondErrorCode): void;
-}
-
 /** The `tag` label of the tags outside the busiest `--metrics-tags`, added up. */
 export const OTHER_TAGS = '(other)';
-
-export const NO_OBSERVER: RequestObserver = { request() {}, error() {} };
 
 /**
  * Routes left out of the dashboard's requests per second and latency: the dashboard polls
