@@ -9,7 +9,7 @@ import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { systemClock } from '../src/core/clock.js';
 import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
-import { StatsSampler } from '../src/server/ops/stats.js';
+import { StatsSampler } from '../src/server/ops/stats-sampler.js';
 import { FROND_VERSION } from '../src/server/ops/version.js';
 import {
   type RunningServer,

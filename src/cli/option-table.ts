@@ -7,7 +7,7 @@ import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
 import { MAX_WORKERS } from '../server/cluster/cluster.js';
 import { RESERVED_DESCRIPTORS } from '../server/http/http-server.js';
-import { DEFAULT_METRICS_TAGS } from '../server/ops/stats.js';
+import { DEFAULT_METRICS_TAGS } from '../server/ops/tag-labels.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
-import type { StatsSnapshot } from '../ops/stats.js';
+import type { StatsSnapshot } from '../ops/stats-snapshot.js';
 import { mergeStats } from './cluster-stats.js';
 import {
   type AggregateAsk,

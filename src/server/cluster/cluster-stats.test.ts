@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { StatsSnapshot } from '../ops/stats.js';
+import type { StatsSnapshot } from '../ops/stats-snapshot.js';
 import { mergeStats } from './cluster-stats.js';
 
 function snapshotOf(overrides: Partial<StatsSnapshot>): StatsSnapshot {

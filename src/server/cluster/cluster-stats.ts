@@ -4,7 +4,7 @@ import {
   type StatsQuery,
   type StatsSnapshot,
   type TagStats,
-} from '../ops/stats.js';
+} from '../ops/stats-snapshot.js';
 
 /** `/v1/stats` of a `--workers N` node: every process's numbers added up, as one node's. */
 export interface ClusterStatsSnapshot extends StatsSnapshot {

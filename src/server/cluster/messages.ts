@@ -1,4 +1,4 @@
-import type { StatsQuery } from '../ops/stats.js';
+import type { StatsQuery } from '../ops/stats-snapshot.js';
 
 /**
  * What the processes of a `--workers` node say to each other over the cluster's IPC channel: a

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:cluster';
 import { FrondError } from '../../core/errors.js';
-import type { StatsQuery, StatsSnapshot } from '../ops/stats.js';
+import type { StatsQuery, StatsSnapshot } from '../ops/stats-snapshot.js';
 import type { ClusterStatsSnapshot } from './cluster-stats.js';
 import {
   type AggregateAsk,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../../test/support/manual-clock.js';
 import { Metrics } from './metrics.js';
-import { StatsSampler } from './stats.js';
+import { StatsSampler } from './stats-sampler.js';
 
 describe('Metrics.requestTotals (the dashboard requests/s, errors/s and latency)', () => {
   it('counts the ID and admin routes, not the dashboard, /v1/stats, /metrics and the probes, and every error answer', () => {

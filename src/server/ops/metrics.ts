@@ -5,7 +5,8 @@ import type { RequestObserver } from '../http/request-timing.js';
 import type { RouteLabel } from '../http/route-label.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
-import type { LabelledTag, OtherTags, StatsSampler } from './stats.js';
+import type { StatsSampler } from './stats-sampler.js';
+import type { LabelledTag, OtherTags } from './tag-labels.js';
 import { FROND_VERSION } from './version.js';
 
 /** The `tag` label of the tags outside the busiest `--metrics-tags`, added up. */

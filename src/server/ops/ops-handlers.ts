@@ -12,7 +12,8 @@ import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { addTag, opaqueJson, patchTag, tagJson } from './admin-api.js';
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
 import type { Metrics } from './metrics.js';
-import { MAX_STATS_TAGS, type StatsQuery, type StatsSampler } from './stats.js';
+import type { StatsSampler } from './stats-sampler.js';
+import { MAX_STATS_TAGS, type StatsQuery } from './stats-snapshot.js';
 
 export interface Readiness {
   ready: boolean;

@@ -24,7 +24,8 @@ import { OpaqueSecret } from '../opaque/opaque-keys.js';
 import { OpaqueTags } from '../opaque/opaque-tags.js';
 import { Metrics } from '../ops/metrics.js';
 import type { Readiness } from '../ops/ops-handlers.js';
-import { DEFAULT_METRICS_TAGS, StatsSampler } from '../ops/stats.js';
+import { StatsSampler } from '../ops/stats-sampler.js';
+import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
 import { lockDataDir } from './data-dir-lock.js';
 
 /**

@@ -6,7 +6,7 @@ import { silentLogger } from '../../core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
 import { BUCKETS } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
-import { StatsSampler } from './stats.js';
+import { StatsSampler } from './stats-sampler.js';
 import { FROND_VERSION } from './version.js';
 
 async function setup() {

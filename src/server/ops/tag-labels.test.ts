@@ -5,7 +5,7 @@ import { randomTag } from '../../../test/support/random-tag.js';
 import { systemClock } from '../../core/clock.js';
 import { silentLogger } from '../../core/logger.js';
 import { SegmentAllocator } from '../../core/segment-allocator.js';
-import { StatsSampler } from './stats.js';
+import { StatsSampler } from './stats-sampler.js';
 
 async function node(t: TestContext, tags: number, metricsTags: number) {
   const store = new MemoryStore();
