@@ -9,7 +9,8 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core
 import { decomposeSnowflake, LEAF_EPOCH } from '../src/core/snowflake-layout.js';
 import { createApp } from '../src/server/http/app.js';
 import { FROND_VERSION } from '../src/server/ops/version.js';
-import { type RunningServer, type ServeConfig, startServer } from '../src/server/start/start-server.js';
+import type { ServeConfig } from '../src/server/start/serve-config.js';
+import { type RunningServer, startServer } from '../src/server/start/start-server.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';

@@ -9,14 +9,11 @@ import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { systemClock } from '../src/core/clock.js';
 import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
+import { readiness } from '../src/server/ops/readiness.js';
 import { StatsSampler } from '../src/server/ops/stats-sampler.js';
 import { FROND_VERSION } from '../src/server/ops/version.js';
-import {
-  type RunningServer,
-  readiness,
-  type ServeConfig,
-  startServer,
-} from '../src/server/start/start-server.js';
+import type { ServeConfig } from '../src/server/start/serve-config.js';
+import { type RunningServer, startServer } from '../src/server/start/start-server.js';
 import { runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
 import { randomTag } from './support/random-tag.js';

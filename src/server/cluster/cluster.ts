@@ -7,7 +7,7 @@ import type { LogEvent, Logger } from '../../core/logger.js';
 import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import { WORKER_FILE } from '../../worker-ids/file/file-worker-id-source.js';
 import { lockDataDir } from '../start/data-dir-lock.js';
-import type { ServeConfig } from '../start/start-server.js';
+import type { ServeConfig } from '../start/serve-config.js';
 import { aggregateFor } from './aggregate.js';
 import { type AggregateAsk, ASK, type Assignment } from './messages.js';
 import { workerLink } from './worker-link.js';

@@ -12,14 +12,9 @@ import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { addTag, opaqueJson, patchTag, tagJson } from './admin-api.js';
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
 import type { Metrics } from './metrics.js';
+import type { Readiness } from './readiness.js';
 import type { StatsSampler } from './stats-sampler.js';
 import { MAX_STATS_TAGS, type StatsQuery } from './stats-snapshot.js';
-
-export interface Readiness {
-  ready: boolean;
-  /** Each condition with whether it holds and why, for the operator reading `/readyz`. */
-  checks: Record<string, { ok: boolean; detail: string }>;
-}
 
 export interface OpsDeps {
   stats: StatsSampler;
