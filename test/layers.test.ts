@@ -114,7 +114,7 @@ describe('layers', () => {
 
   it('catches an import that goes up a layer, sideways between backends, or out of the core', () => {
     assert.match(
-      violation('src/core/segment-buffer.ts', '../server/app.js') ?? '',
+      violation('src/core/segment-buffer.ts', '../server/http/app.js') ?? '',
       /src\/core may import only src\/core/,
     );
     assert.match(violation('src/core/clock.ts', 'node:fs') ?? '', /imports no package/);
@@ -122,7 +122,7 @@ describe('layers', () => {
       violation('src/stores/sqlite/x.ts', '../../worker-ids/registry.js') ?? '',
       /may import only/,
     );
-    assert.match(violation('src/server/app.ts', '../cli/main.js') ?? '', /may import only/);
+    assert.match(violation('src/server/http/app.ts', '../../cli/main.js') ?? '', /may import only/);
     assert.match(
       violation('packages/client/src/client.ts', '../../../src/core/errors.js') ?? '',
       /may import only/,
@@ -163,8 +163,8 @@ describe('layers', () => {
     assert.deepEqual(circlesOf(graph({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['a', 'b', 'c', 'a']]);
     assert.deepEqual(circlesOf(graph({ a: ['b', 'c'], b: ['c'], c: [] })), []);
     assert.equal(
-      target('src/server/app.ts', './router.js', new Set(['src/server/router.ts'])),
-      'src/server/router.ts',
+      target('src/server/http/app.ts', './router.js', new Set(['src/server/http/router.ts'])),
+      'src/server/http/router.ts',
     );
   });
 

@@ -1,6 +1,7 @@
 // frond's HTTP app and segment allocator over SQLite behind a LatencyStore (bench/lib/latency-store.ts):
-// the segment-boundary benchmark's server. Composed like `frond serve` (src/server/serve.ts) minus
-// snowflake mode, because `frond serve` has, rightly, no flag to slow its own database down.
+// the segment-boundary benchmark's server. Composed like `frond serve`
+// (src/server/start/start-server.ts) minus snowflake mode, because `frond serve` has, rightly, no
+// flag to slow its own database down.
 //   node --import tsx bench/servers/latency-server.ts DATA_DIR LATENCY_MS STEP
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -11,7 +11,7 @@ import type { Route } from './router.js';
 export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<RouteLabel>[] {
   const table: Route<RouteLabel>[] = [
     // Leaf's routes answer any method, as Spring MVC did; frond's own answer GET only.
-    // Their failures are Leaf's too: Spring Boot's error JSON (leaf-errors.ts). HEAD and OPTIONS on
+    // Their failures are Leaf's too: Spring Boot's error JSON (leaf/leaf-errors.ts). HEAD and OPTIONS on
     // the two ID routes never reach the handler, so they use up no ID. Like Spring, they ignore
     // query parameters they do not take (a Leaf client's cache-buster must not break).
     {

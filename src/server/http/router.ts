@@ -25,7 +25,7 @@ export interface Route<Label extends string = string> {
   access: Access;
   /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
   methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
-  /** Leaf's routes fail as Leaf's server did (leaf-errors.ts); frond's own with frond's JSON errors. */
+  /** Leaf's routes fail as Leaf's server did (leaf/leaf-errors.ts); frond's own with frond's JSON errors. */
   leafErrors?: LeafErrorKind;
   /**
    * The query parameters the route takes; any other is refused with 400, as an unknown field of a

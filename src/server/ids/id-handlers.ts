@@ -19,7 +19,7 @@ export interface IdHandlerDeps {
   snowflake: SnowflakeService | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */
   epoch: number;
-  /** Which tags are opaque (`opaque-tags.ts`); every tag is plain when absent. */
+  /** Which tags are opaque (`opaque/opaque-tags.ts`); every tag is plain when absent. */
   opaque?: OpaqueTags | undefined;
   /** The time a built `/cache` or `/db` page is kept by; the system clock when absent. */
   now?: () => number;
@@ -27,7 +27,7 @@ export interface IdHandlerDeps {
   ops?: { readiness(): { ready: boolean } } | undefined;
 }
 
-/** The handlers behind the ID routes, Leaf's pages and `/healthz`; `route-table.ts` says where each answers. */
+/** The handlers behind the ID routes, Leaf's pages and `/healthz`; `http/route-table.ts` says where each answers. */
 export interface IdHandlers extends LeafHandlers, V1Handlers {
   health: RouteHandler;
 }

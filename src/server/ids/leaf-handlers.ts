@@ -47,7 +47,7 @@ export function createLeafHandlers(
   const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
     reportLeafError(req, res, error, kind);
 
-  // Leaf's two pages list every tag: built in slices and kept a second (sliced-page.ts).
+  // Leaf's two pages list every tag: built in slices and kept a second (leaf/sliced-page.ts).
   const cachePage =
     segment &&
     new CachedPage(() => runInSlices(cachePageSlices([...segment.buffersView()], SLICE_ROWS)), now);

@@ -111,7 +111,7 @@ export class Metrics implements RequestObserver, CoreObserver {
       name: string,
       help: string,
       read: (tag: LabelledTag | OtherTags) => number | null,
-      // How `--workers` adds up the processes' values (cluster.ts): sum unless said otherwise.
+      // How `--workers` adds up the processes' values (cluster/aggregate.ts): sum unless said otherwise.
       aggregator: 'sum' | 'min' | 'max' = 'sum',
     ) =>
       new Gauge({

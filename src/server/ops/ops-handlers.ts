@@ -20,13 +20,13 @@ export interface OpsDeps {
   stats: StatsSampler;
   metrics: Metrics | undefined;
   readiness: () => Readiness;
-  /** In a `--workers` process: the whole node's metrics and stats (`cluster.ts`), not this process's. */
+  /** In a `--workers` process: the whole node's metrics and stats (`cluster/worker-link.ts`), not this process's. */
   cluster?: { metricsText(): Promise<string>; stats(query?: StatsQuery): Promise<unknown> } | undefined;
 }
 
 /**
  * The handlers for the people who run frond: `/metrics`, `/dashboard`, `/v1/stats`, `/readyz`, and
- * the admin API `/v1/tags`; `route-table.ts` says where each answers and who may call it.
+ * the admin API `/v1/tags`; `http/route-table.ts` says where each answers and who may call it.
  */
 export interface OpsHandlers {
   metrics: RouteHandler;
