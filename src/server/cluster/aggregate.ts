@@ -11,8 +11,8 @@ import {
 } from './messages.js';
 
 /**
- * The primary's side of `ClusterLink` (worker-link.ts): asks every worker for its numbers, waits up to COLLECT_TIMEOUT_MS, adds up
- * what came and answers the asking worker.
+ * The primary's side of `ClusterLink` (worker-link.ts): asks every worker for its numbers, waits up
+ * to COLLECT_TIMEOUT_MS, adds up what came and answers the asking worker.
  */
 export function aggregateFor(
   workers: readonly Worker[],
