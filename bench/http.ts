@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { OpaqueSecret } from '../src/server/opaque-keys.js';
+import { OpaqueSecret } from '../src/server/opaque/opaque-keys.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { SNOWFLAKE_LIMIT } from './in-process.js';
 import { type ChildServer, startFrondServer, startTsServer } from './lib/child-server.js';

@@ -66,6 +66,40 @@ function sources(dir: string, out: string[] = []): string[] {
   return out;
 }
 
+/** The source file `specifier` names from `file` (both repository-relative), if it is one of `known`. */
+function target(file: string, specifier: string, known: ReadonlySet<string>): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  // NodeNext: a source imports `./x.js` for `./x.ts`.
+  const path = relative(ROOT, resolve(ROOT, dirname(file), specifier)).replace(/\.js$/, '.ts');
+  return known.has(path) ? path : undefined;
+}
+
+/**
+ * Import circles of `graph` (file → the files it imports), each as the files along it with the
+ * first repeated at the end; none exactly when the graph has none. A depth-first walk: an import of
+ * a file still on the walk's path closes a circle, and every circle has at least one such import.
+ * Type-only imports count: a circle of types still ties the files together.
+ */
+export function circlesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const circles: string[][] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const onPath = new Set<string>();
+  const visit = (file: string) => {
+    path.push(file);
+    onPath.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (onPath.has(next)) circles.push([...path.slice(path.indexOf(next)), next]);
+      else if (!done.has(next)) visit(next);
+    }
+    path.pop();
+    onPath.delete(file);
+    done.add(file);
+  };
+  for (const file of [...graph.keys()].sort()) if (!done.has(file)) visit(file);
+  return circles;
+}
+
 describe('layers', () => {
   it('no source file imports a layer above its own, and the core and the SDK import no package', () => {
     const problems: string[] = [];
@@ -85,7 +119,7 @@ describe('layers', () => {
 
   it('catches an import that goes up a layer, sideways between backends, or out of the core', () => {
     assert.match(
-      violation('src/core/segment-buffer.ts', '../server/app.js') ?? '',
+      violation('src/core/segment-buffer.ts', '../server/http/app.js') ?? '',
       /src\/core may import only src\/core/,
     );
     assert.match(violation('src/core/clock.ts', 'node:fs') ?? '', /imports no package/);
@@ -93,18 +127,49 @@ describe('layers', () => {
       violation('src/stores/sqlite/x.ts', '../../worker-ids/registry.js') ?? '',
       /may import only/,
     );
-    assert.match(violation('src/server/app.ts', '../cli/main.js') ?? '', /may import only/);
+    assert.match(violation('src/server/http/app.ts', '../../cli/main.js') ?? '', /may import only/);
     assert.match(
       violation('packages/client/src/client.ts', '../../../src/core/errors.js') ?? '',
       /may import only/,
     );
-    assert.equal(violation('src/cli/serve.ts', '../server/serve.js'), undefined);
+    assert.equal(violation('src/cli/serve.ts', '../server/start/start-server.js'), undefined);
     assert.equal(violation('src/stores/sqlite/x.ts', '../../core/errors.js'), undefined);
     assert.deepEqual(
       importsOf(
         "import { a } from './a.js';\nimport type { B } from '../b.js';\nconst c = await import('./c.js');",
       ),
       ['./a.js', '../b.js', './c.js'],
+    );
+  });
+
+  it('no source file imports itself back through others (no import circles)', () => {
+    const files = Object.keys(LAYERS).flatMap((layer) => sources(layer));
+    const known = new Set(files);
+    const graph = new Map<string, string[]>();
+    let edges = 0;
+    for (const file of files) {
+      const imports = importsOf(readFileSync(join(ROOT, file), 'utf8')).flatMap((specifier) => {
+        const path = target(file, specifier, known);
+        return path === undefined ? [] : [path];
+      });
+      edges += imports.length;
+      graph.set(file, imports);
+    }
+    assert.ok(edges > 200, `only ${edges} imports between source files found: the scan is broken`);
+    assert.deepEqual(
+      circlesOf(graph).map((circle) => circle.join(' → ')),
+      [],
+    );
+  });
+
+  it('finds a circle of two, of three and none in a chain', () => {
+    const graph = (edges: Record<string, string[]>) => new Map(Object.entries(edges));
+    assert.deepEqual(circlesOf(graph({ a: ['b'], b: ['a'] })), [['a', 'b', 'a']]);
+    assert.deepEqual(circlesOf(graph({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['a', 'b', 'c', 'a']]);
+    assert.deepEqual(circlesOf(graph({ a: ['b', 'c'], b: ['c'], c: [] })), []);
+    assert.equal(
+      target('src/server/http/app.ts', './router.js', new Set(['src/server/http/router.ts'])),
+      'src/server/http/router.ts',
     );
   });
 

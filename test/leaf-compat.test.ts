@@ -7,7 +7,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { systemClock } from '../src/core/clock.js';
 import { type Logger, silentLogger } from '../src/core/logger.js';
-import { type RunningServer, startServer } from '../src/server/serve.js';
+import { type RunningServer, startServer } from '../src/server/start/start-server.js';
 import { POSTGRES_DDL } from '../src/stores/postgres/postgres-segment-store.js';
 import { SQLITE_DDL } from '../src/stores/sqlite/sqlite-database.js';
 import { tempDir } from './support/frond-process.js';

@@ -9,7 +9,7 @@ import {
 } from '../src/cli/help.js';
 import { SERVE_OPTIONS } from '../src/cli/option-table.js';
 import { ERROR_CODES, type FrondErrorCode } from '../src/core/errors.js';
-import { HTTP_STATUS } from '../src/server/http-status.js';
+import { HTTP_STATUS } from '../src/server/http/http-status.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 

@@ -9,7 +9,7 @@ import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
-import { createApp } from '../src/server/app.js';
+import { createApp } from '../src/server/http/app.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
 import { randomTag } from './support/random-tag.js';

@@ -1,6 +1,7 @@
 // frond's HTTP app and segment allocator over SQLite behind a LatencyStore (bench/lib/latency-store.ts):
-// the segment-boundary benchmark's server. Composed like `frond serve` (src/server/serve.ts) minus
-// snowflake mode, because `frond serve` has, rightly, no flag to slow its own database down.
+// the segment-boundary benchmark's server. Composed like `frond serve`
+// (src/server/start/start-server.ts) minus snowflake mode, because `frond serve` has, rightly, no
+// flag to slow its own database down.
 //   node --import tsx bench/servers/latency-server.ts DATA_DIR LATENCY_MS STEP
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +11,7 @@ import type { Logger } from '../../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../src/core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../src/core/segment-step.js';
 import { LEAF_EPOCH } from '../../src/core/snowflake-layout.js';
-import { createApp } from '../../src/server/app.js';
+import { createApp } from '../../src/server/http/app.js';
 import { SqliteSegmentStore } from '../../src/stores/sqlite/sqlite-segment-store.js';
 import { LatencyStore } from '../lib/latency-store.js';
 

@@ -2,7 +2,7 @@ import { FrondError } from '../core/errors.js';
 import { formatDomain, OpaqueCodec, parseDomain } from '../core/opaque-codec.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import { assertValidTag } from '../core/tag.js';
-import { OpaqueSecret } from '../server/opaque-keys.js';
+import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
 import { openStore } from '../stores/store-registry.js';
 import { DECODE } from './option-table.js';
 import { parseCommand } from './options.js';

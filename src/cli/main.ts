@@ -1,5 +1,5 @@
 import { describeError, ERROR_CODES, isFrondError } from '../core/errors.js';
-import { FROND_VERSION } from '../server/version.js';
+import { FROND_VERSION } from '../server/ops/version.js';
 import { dbCommand } from './db.js';
 import { decodeCommand } from './decode.js';
 import { commandHelp, commandsNamed, overviewHelp } from './help.js';

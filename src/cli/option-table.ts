@@ -5,9 +5,9 @@ import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
-import { MAX_WORKERS } from '../server/cluster.js';
-import { RESERVED_DESCRIPTORS } from '../server/http-server.js';
-import { DEFAULT_METRICS_TAGS } from '../server/stats.js';
+import { MAX_WORKERS } from '../server/cluster/cluster.js';
+import { RESERVED_DESCRIPTORS } from '../server/http/http-server.js';
+import { DEFAULT_METRICS_TAGS } from '../server/ops/tag-labels.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,

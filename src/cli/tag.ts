@@ -2,7 +2,7 @@ import { FrondError } from '../core/errors.js';
 import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
 import type { TagStore } from '../core/tag-admin.js';
-import { OpaqueSecret } from '../server/opaque-keys.js';
+import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
 import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';

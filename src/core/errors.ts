@@ -1,6 +1,6 @@
 /** What one error code means at every layer; pure data, read by the server, the CLI and the core. */
 export interface ErrorCodeSpec {
-  /** The HTTP status of the answer (`src/server/http-status.ts`). */
+  /** The HTTP status of the answer (`src/server/http/http-status.ts`). */
   readonly status: number;
   /**
    * Whether the same call may succeed later: the server adds `retry-after: 1`, and the SDK retries

@@ -1,5 +1,5 @@
 import { parseServeArgs, serveConfig } from '../../src/cli/serve.js';
-import type { ServeConfig } from '../../src/server/serve.js';
+import type { ServeConfig } from '../../src/server/start/serve-config.js';
 
 /**
  * A complete ServeConfig as `frond serve` would build it from these flags (no environment), for

@@ -366,7 +366,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
    * a node written within three report periods (by ZooKeeper's clock) is watched until one and a
    * half periods after that write; a write meanwhile is a live holder. A node still at the version
    * this data dir's cache file recorded (`ownVersion`) was last written by the previous process on
-   * this data dir, which is gone (the data dir is locked, src/server/data-dir-lock.ts): no other
+   * this data dir, which is gone (the data dir is locked, src/server/start/data-dir-lock.ts): no other
    * process has reported since, so there is nothing to watch.
    */
   private async refuseLiveHolder(

@@ -1,0 +1,244 @@
+import cluster, { type Worker } from 'node:cluster';
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FrondError } from '../../core/errors.js';
+import type { LogEvent, Logger } from '../../core/logger.js';
+import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import { WORKER_FILE } from '../../worker-ids/file/file-worker-id-source.js';
+import { lockDataDir } from '../start/data-dir-lock.js';
+import type { ServeConfig } from '../start/serve-config.js';
+import { aggregateFor } from './aggregate.js';
+import { type AggregateAsk, ASK, type Assignment } from './messages.js';
+import { workerLink } from './worker-link.js';
+
+/** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
+export const MAX_WORKERS = 64;
+
+/**
+ * Worker i keeps its lock, worker-ID file and segment high-water in `<data-dir>/worker-<i>`; the
+ * store is shared. The high-water is the node's: `HighWaterFile` finds the other workers' files by
+ * this name (cluster-high-water.test.ts keeps the two in step).
+ */
+export function workerDataDir(dataDir: string, index: number): string {
+  return join(dataDir, `worker-${index}`);
+}
+
+/**
+ * The snowflake worker IDs of `count` workers. With `--worker-id W`, worker i gets W + i. Without,
+ * each keeps the ID in its own worker file, and workers without one get random IDs unused by the
+ * others: two processes of one machine drawing at random would share an ID once in 1024 starts
+ * (for 2 workers), and with it every ID of every millisecond both serve.
+ */
+export function planWorkerIds(
+  dataDir: string,
+  workerId: number | undefined,
+  count: number,
+  random: (min: number, max: number) => number = randomInt,
+): number[] {
+  if (workerId !== undefined) {
+    const last = workerId + count - 1;
+    if (last > MAX_WORKER_ID) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `--worker-id ${workerId} with --workers ${count} gives worker IDs up to ${last}, above ${MAX_WORKER_ID}; use --worker-id ${MAX_WORKER_ID + 1 - count} or lower`,
+      );
+    }
+    return Array.from({ length: count }, (_, i) => workerId + i);
+  }
+  const stored = Array.from({ length: count }, (_, i) => storedWorkerId(workerDataDir(dataDir, i)));
+  const used = new Set<number>();
+  stored.forEach((id, i) => {
+    if (id === undefined) return;
+    if (used.has(id)) {
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `${join(workerDataDir(dataDir, i), WORKER_FILE)} holds worker ID ${id}, which another worker of this node also holds; delete one of the files or start with --worker-id`,
+      );
+    }
+    used.add(id);
+  });
+  return stored.map((id) => {
+    if (id !== undefined) return id;
+    let pick = random(0, MAX_WORKER_ID + 1);
+    while (used.has(pick)) pick = random(0, MAX_WORKER_ID + 1);
+    used.add(pick);
+    return pick;
+  });
+}
+
+/** The worker ID in a worker file, if there is a readable one (a damaged one is the worker's to report). */
+function storedWorkerId(dir: string): number | undefined {
+  try {
+    const { workerId } = JSON.parse(readFileSync(join(dir, WORKER_FILE), 'utf8')) as { workerId?: unknown };
+    return Number.isInteger(workerId) ? (workerId as number) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Worker lines carry `worker`; `listening` and `stopped` become `worker.*`, as the primary logs those for the node. */
+function workerLogger(logger: Logger, index: number): Logger {
+  return {
+    log(level, event, fields) {
+      const renamed: LogEvent = event === 'listening' || event === 'stopped' ? `worker.${event}` : event;
+      logger.log(level, renamed, { worker: index, ...fields });
+    },
+  };
+}
+
+/**
+ * In a process forked by `runPrimary`: asks the primary for its place, runs `serve` with its own
+ * data dir and worker ID, and disconnects from the primary once `serve` ends (the IPC channel would
+ * otherwise keep the process alive).
+ */
+export async function runWorker(
+  config: ServeConfig,
+  logger: Logger,
+  serve: (config: ServeConfig, logger: Logger) => Promise<number>,
+): Promise<number> {
+  const worker = cluster.worker;
+  if (worker === undefined) throw new FrondError('INTERNAL', 'runWorker outside a cluster worker');
+  let link: ReturnType<typeof workerLink> | undefined;
+  try {
+    const assignment = await new Promise<Assignment>((resolve) => {
+      const onMessage = (message: unknown) => {
+        if ((message as Assignment | undefined)?.type !== 'frond.assignment') return;
+        worker.off('message', onMessage);
+        resolve(message as Assignment);
+      };
+      worker.on('message', onMessage);
+      worker.send(ASK);
+    });
+    link = workerLink(worker, assignment.index);
+    const own: ServeConfig = {
+      ...config,
+      dataDir: workerDataDir(config.dataDir, assignment.index),
+      workerId: assignment.workerId,
+      cluster: link,
+    };
+    return await serve(own, workerLogger(logger, assignment.index));
+  } finally {
+    link?.close();
+    if (worker.isConnected()) worker.disconnect();
+  }
+}
+
+/**
+ * `frond serve --workers N`: N worker processes (node:cluster), each a full node with its own
+ * segments, snowflake worker ID and data-dir lock, all on one port and one store. The primary
+ * holds the node's data dir, hands out places, and logs `listening` once every worker listens.
+ * It restarts nothing: a worker that dies is logged and the others go on serving (a restart
+ * loop would hide a crash that repeats). SIGTERM or SIGINT stops every worker gracefully.
+ * Resolves with the exit code.
+ */
+export async function runPrimary(config: ServeConfig, count: number, logger: Logger): Promise<number> {
+  const coordinator = config.snowflake ? config.coordinator : undefined;
+  if (coordinator !== undefined && !coordinator.lease) {
+    // Leaf's layout keys a worker ID by ip:port, and the workers share both: they would all get one
+    // worker ID, and hand out the same IDs. A lease is claimed per process, whatever its identity.
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--workers ${count} with --zk needs --worker-lease: Leaf's ZooKeeper layout gives one worker ID per ip:port, and the workers share the port`,
+    );
+  }
+  const unlock = lockDataDir(config.dataDir);
+  try {
+    // With a coordinator, each worker claims its own worker ID from it.
+    const workerIds =
+      config.snowflake && coordinator === undefined
+        ? planWorkerIds(config.dataDir, config.workerId, count)
+        : [];
+    return await supervise(config, count, workerIds, logger);
+  } finally {
+    unlock();
+  }
+}
+
+function supervise(config: ServeConfig, count: number, workerIds: number[], logger: Logger): Promise<number> {
+  return new Promise((resolve) => {
+    const workers = new Map<Worker, number>();
+    const listening = new Set<number>();
+    let url: string | undefined;
+    let stopping = false;
+    let failed = false;
+    /** The exit code of the first worker that ended before every worker listened. */
+    let startFailure: number | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+
+    const stopAll = (reason: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.log('info', 'shutdown', { signal: reason, workers: workers.size });
+      for (const worker of workers.keys()) worker.process.kill('SIGTERM');
+      // Each worker waits up to shutdownTimeoutMs for its requests; then the primary stops waiting.
+      killTimer = setTimeout(() => {
+        for (const worker of workers.keys()) worker.process.kill('SIGKILL');
+      }, config.shutdownTimeoutMs + 5_000);
+    };
+    const onSigterm = () => stopAll('SIGTERM');
+    const onSigint = () => stopAll('SIGINT');
+    process.on('SIGTERM', onSigterm);
+    process.on('SIGINT', onSigint);
+
+    let collections = 0;
+    cluster.on('message', (worker, message: unknown) => {
+      if ((message as AggregateAsk | undefined)?.type === 'frond.aggregate?') {
+        aggregateFor([...workers.keys()], worker, message as AggregateAsk, () => collections++);
+        return;
+      }
+      if ((message as typeof ASK | undefined)?.type !== ASK.type) return;
+      const index = workers.get(worker);
+      if (index === undefined) return;
+      const assignment: Assignment = { type: 'frond.assignment', index, workerId: workerIds[index] };
+      worker.send(assignment);
+    });
+    cluster.on('listening', (worker, address) => {
+      const index = workers.get(worker);
+      if (index === undefined) return;
+      listening.add(index);
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      url ??= `${config.tls ? 'https' : 'http'}://${host}:${address.port}`;
+      if (listening.size === count && !stopping) {
+        logger.log('info', 'listening', {
+          url,
+          workers: count,
+          workerPids: [...workers.keys()].map((worker) => worker.process.pid),
+          snowflakeWorkerIds: !config.snowflake
+            ? 'off'
+            : config.coordinator
+              ? 'from the coordinator'
+              : workerIds,
+        });
+      }
+    });
+    cluster.on('exit', (worker, code, signal) => {
+      const index = workers.get(worker);
+      workers.delete(worker);
+      const clean = code === 0 && signal === null;
+      if (!stopping) {
+        failed = true;
+        logger.log('error', 'worker.exited', { worker: index, pid: worker.process.pid, code, signal });
+        // A worker that ends before all listen means the node cannot start: stop the others.
+        if (listening.size < count) {
+          startFailure = typeof code === 'number' && code > 0 ? code : 1;
+          stopAll(`worker ${index} failed to start`);
+        }
+      } else if (!clean) {
+        failed = true;
+        logger.log('warn', 'worker.exited', { worker: index, pid: worker.process.pid, code, signal });
+      }
+      if (workers.size > 0) return;
+      clearTimeout(killTimer);
+      process.off('SIGTERM', onSigterm);
+      process.off('SIGINT', onSigint);
+      cluster.removeAllListeners('message').removeAllListeners('listening').removeAllListeners('exit');
+      logger.log(failed ? 'warn' : 'info', 'stopped', { workers: count });
+      // A worker that failed to start already printed why; its code (2 for bad usage) is the node's.
+      resolve(startFailure ?? (failed ? 1 : 0));
+    });
+
+    for (let index = 0; index < count; index++) workers.set(cluster.fork(), index);
+    logger.log('info', 'cluster.started', { workers: count });
+  });
+}

@@ -1,0 +1,63 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { FrondError } from '../../core/errors.js';
+
+export interface AccessOptions {
+  /** Tokens that may ask for IDs; empty: ID endpoints are open. */
+  tokens: readonly string[];
+  /** The token of the admin API; undefined: the admin API answers only on loopback. */
+  adminToken: string | undefined;
+}
+
+/**
+ * Compares in constant time: both sides are hashed first, so neither the length nor the first
+ * differing byte of a token shows in the time an answer takes.
+ */
+export function sameToken(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+function bearerOf(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** The ID endpoints: a bearer header, or Tinyid's `?token=` parameter. */
+export function checkIdAccess(req: IncomingMessage, query: string, options: AccessOptions): void {
+  if (options.tokens.length === 0) return;
+  const given =
+    bearerOf(req) ?? (query.includes('token=') ? new URLSearchParams(query).get('token') : null) ?? undefined;
+  // Every token is compared, so the time does not tell which one nearly matched.
+  let ok = false;
+  if (given !== undefined) for (const token of options.tokens) ok = sameToken(given, token) || ok;
+  if (!ok)
+    throw new FrondError(
+      'UNAUTHORIZED',
+      'this node needs a token: send Authorization: Bearer <token> or ?token=<token>',
+    );
+}
+
+export function checkAdminAccess(req: IncomingMessage, options: AccessOptions): void {
+  if (options.adminToken === undefined) {
+    if (!isLoopback(req.socket.remoteAddress)) {
+      throw new FrondError(
+        'FORBIDDEN',
+        'the admin API answers only on loopback unless the node runs with --admin-token',
+      );
+    }
+    return;
+  }
+  const given = bearerOf(req);
+  if (given === undefined || !sameToken(given, options.adminToken)) {
+    throw new FrondError('UNAUTHORIZED', 'the admin API needs Authorization: Bearer <admin token>');
+  }
+}
+
+export function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+}

@@ -1,0 +1,147 @@
+import { spawnSync } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { FrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+
+/**
+ * Descriptors a node needs besides its connections: stdio, the event loop, the store's pool, the
+ * SQLite files, the coordinator, the cluster channel, the record file and the one kept in reserve.
+ */
+export const RESERVED_DESCRIPTORS = 128;
+/** The fewest connections the default allows, however low the descriptor limit. */
+const MIN_CONNECTIONS = 16;
+
+/**
+ * TLS 1.3, and TLS 1.2 with forward secrecy (ECDHE) and an AEAD cipher only: Mozilla's
+ * "intermediate" list. No CBC suites (AES128-SHA, AES256-SHA), no RSA key exchange.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** RSA keys below this many bits can be factored with public means; refused at start. */
+export const MIN_RSA_BITS = 2048;
+
+export interface HttpServerOptions {
+  /** A PEM certificate and key (`readTls`): the server then speaks HTTPS. */
+  tls: { cert: Buffer; key: Buffer } | undefined;
+  /** ms a request may take to arrive, headers and body; then 408. */
+  requestTimeoutMs: number;
+  /** Connections held at once; more are closed as they arrive. */
+  maxConnections: number;
+  logger: Logger;
+}
+
+/**
+ * The `http.Server` (or HTTPS) of a node: bounded request time (checked every second, so a slow
+ * request is cut within a second of the bound, not 30 s later), a cap on connections below the
+ * descriptor limit, modern TLS only, and a status for each malformed request.
+ */
+export function createHttpServer(handler: RequestListener, options: HttpServerOptions): Server {
+  const timeout = options.requestTimeoutMs;
+  const http: ServerOptions = {
+    requestTimeout: timeout,
+    headersTimeout: timeout,
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(timeout / 4))),
+  };
+  const server = options.tls
+    ? createTlsServer(
+        {
+          ...http,
+          ...options.tls,
+          minVersion: 'TLSv1.2',
+          ciphers: TLS_CIPHERS,
+          honorCipherOrder: true,
+        },
+        handler,
+      )
+    : createServer(http, handler);
+  server.maxConnections = options.maxConnections;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A malformed request gets a status instead of a silent reset; nothing reaches the process.
+    if (socket.writable) socket.end(clientErrorAnswer(error.code));
+    options.logger.log('debug', 'http.client_error', { error: error.message, code: error.code });
+  });
+  return server;
+}
+
+/** 408 for a request that took too long to arrive, 431 for headers over Node's limit, else 400. */
+export function clientErrorAnswer(code: string | undefined): string {
+  const [status, reason] =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout']
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large']
+        : [400, 'Bad Request'];
+  return `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
+}
+
+/** Reads `--tls-cert` and `--tls-key` at start, refusing a weak key before anything else starts. */
+export function readTls(paths: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new FrondError('INVALID_CONFIG', `${flag} ${path}: ${(error as Error).message}`);
+    }
+  };
+  const key = read('--tls-key', paths.key);
+  assertStrongKey(key, paths.key);
+  return { cert: read('--tls-cert', paths.cert), key };
+}
+
+/** Refuses an RSA key under 2048 bits and a DSA key, with a line that says what to use. */
+export function assertStrongKey(pem: Buffer, path: string): void {
+  let details: { type: string | undefined; bits: number | undefined };
+  try {
+    const key = createPrivateKey(pem);
+    details = { type: key.asymmetricKeyType, bits: key.asymmetricKeyDetails?.modulusLength };
+  } catch (error) {
+    throw new FrondError('INVALID_CONFIG', `--tls-key ${path}: ${(error as Error).message}`);
+  }
+  const fix = `use an RSA key of ${MIN_RSA_BITS} bits or more, or an EC key (openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 …)`;
+  if ((details.type === 'rsa' || details.type === 'rsa-pss') && (details.bits ?? 0) < MIN_RSA_BITS)
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--tls-key ${path} is a ${details.bits}-bit RSA key, too weak: ${fix}`,
+    );
+  if (details.type === 'dsa')
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--tls-key ${path} is a DSA key, which TLS 1.3 does not take: ${fix}`,
+    );
+}
+
+/**
+ * The soft limit on open file descriptors (`ulimit -n`), read at start: from /proc on Linux, else
+ * from the shell; undefined when neither tells (or there is no limit).
+ */
+export function descriptorLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (line) return line[1] === 'unlimited' ? undefined : Number(line[1]);
+  } catch {
+    // Not Linux: ask the shell, which has the same limits as this process.
+  }
+  const shell = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8', timeout: 2000 });
+  const n = Number(shell.stdout?.trim());
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+/** `--max-connections` by default: the descriptor limit less what the node needs besides them. */
+export function defaultMaxConnections(limit: number | undefined = descriptorLimit()): number {
+  if (limit === undefined) return 10_000;
+  return Math.max(MIN_CONNECTIONS, limit - RESERVED_DESCRIPTORS);
+}

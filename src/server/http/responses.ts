@@ -1,0 +1,72 @@
+import type { ServerResponse } from 'node:http';
+import { FrondError, type FrondErrorCode, isFrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { HTTP_STATUS } from './http-status.js';
+
+// Leaf answers `text/plain;charset=UTF-8` with the bare decimal ID and no newline.
+const TEXT_TYPE = 'text/plain;charset=UTF-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+// Every answer carries content-length: `writeHead` without it makes node:http send the body chunked,
+// a header and framing more per answer and a multi-buffer writev instead of one write.
+export function sendText(res: ServerResponse, body: string): void {
+  res.writeHead(200, { 'content-type': TEXT_TYPE, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(json) });
+  res.end(json);
+}
+
+/** JSON already encoded, as `idsJson` makes it. */
+export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer): void {
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': json.length });
+  res.end(json);
+}
+
+export function sendHtml(
+  res: ServerResponse,
+  html: string | Buffer,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(200, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': typeof html === 'string' ? Buffer.byteLength(html) : html.length,
+    ...headers,
+  });
+  res.end(html);
+}
+
+/**
+ * `{"error": {"code", "message"}}` with the status of the code. Anything that is not a FrondError
+ * is a bug: the client gets a generic 500 and the stack goes to the log, never to the client.
+ */
+export function sendError(res: ServerResponse, error: unknown, logger: Logger): FrondErrorCode {
+  let failure: FrondError;
+  if (isFrondError(error)) {
+    failure = error;
+  } else {
+    logger.log('error', 'http.internal_error', {
+      error: error instanceof Error ? error.stack : String(error),
+    });
+    failure = new FrondError('INTERNAL', 'internal error; the server log has the details');
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return failure.code;
+  }
+  const status = HTTP_STATUS[failure.code];
+  const headers: Record<string, string> = { 'content-type': JSON_TYPE };
+  if (failure.retryable) headers['retry-after'] = '1';
+  if (failure.code === 'METHOD_NOT_ALLOWED') headers.allow = (failure as { allow?: string }).allow ?? 'GET';
+  res.writeHead(status, headers);
+  res.end(JSON.stringify({ error: { code: failure.code, message: failure.message } }));
+  return failure.code;
+}
+
+/** METHOD_NOT_ALLOWED with the methods the route answers, for the `Allow` header. */
+export function methodNotAllowed(message: string, allow: string): FrondError {
+  return Object.assign(new FrondError('METHOD_NOT_ALLOWED', message), { allow });
+}

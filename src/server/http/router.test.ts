@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, it } from 'node:test';
+import { isFrondError } from '../../core/errors.js';
+import type { IdHandlers } from '../ids/id-handlers.js';
+import type { OpsHandlers } from '../ops/ops-handlers.js';
+import type { RateLimiter } from './rate-limit.js';
+import { routeTable } from './route-table.js';
+import { createRouter, type Route, type RouteHandler } from './router.js';
+
+interface Seen {
+  handler?: string;
+  param?: string;
+  query?: string;
+  error?: string;
+  /** Set when the failure was answered as Leaf's server would (a Leaf route). */
+  leaf?: string;
+  /** What the router answered by itself (OPTIONS). */
+  status?: number;
+}
+
+function request(method: string, url: string, authorization?: string): IncomingMessage {
+  return {
+    method,
+    url,
+    headers: authorization === undefined ? {} : { authorization },
+    socket: { remoteAddress: '10.0.0.9' },
+  } as unknown as IncomingMessage;
+}
+
+/** A router over `table` whose handlers and error answers only record what reached them. */
+function recorder(table: (name: (handler: string) => RouteHandler) => Route[], tokens: string[] = []) {
+  let seen: Seen = {};
+  const name =
+    (handler: string): RouteHandler =>
+    (_req, _res, param, query) => {
+      seen = { handler, param, query };
+    };
+  const route = createRouter(table(name), 'other', {
+    access: { tokens, adminToken: 'admin' },
+    rateLimiter: undefined,
+    reportError: (_res, error) => {
+      seen = { error: isFrondError(error) ? error.code : String(error) };
+    },
+    reportLeafError: (_req, _res, error, kind) => {
+      seen = { error: isFrondError(error) ? error.code : String(error), leaf: kind };
+    },
+  });
+  return (method: string, url: string, authorization?: string) => {
+    seen = {};
+    const res = {
+      writeHead: (status: number) => {
+        seen.status = status;
+      },
+      end: () => {},
+    };
+    const label = route(request(method, url, authorization), res as unknown as ServerResponse);
+    return { label, ...seen };
+  };
+}
+
+const everyHandler = <T extends object>(name: (handler: string) => RouteHandler, keys: (keyof T)[]) =>
+  Object.fromEntries(keys.map((key) => [key, name(String(key))])) as T;
+
+const ID_KEYS: (keyof IdHandlers)[] = [
+  'leafSegment',
+  'leafSnowflake',
+  'leafDecode',
+  'cache',
+  'db',
+  'v1Segment',
+  'v1Ranges',
+  'v1Snowflake',
+  'v1Decode',
+  'health',
+];
+const OPS_KEYS: (keyof OpsHandlers)[] = [
+  'metrics',
+  'dashboard',
+  'stats',
+  'readiness',
+  'listTags',
+  'addTag',
+  'getTag',
+  'patchTag',
+];
+
+describe('the router', () => {
+  const call = recorder((name) =>
+    routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+  );
+
+  it('hands the rest of the path after a {name} and the query to the handler', () => {
+    assert.deepEqual(call('GET', '/api/segment/get/order/?token=t'), {
+      label: 'leaf_segment',
+      handler: 'leafSegment',
+      param: 'order/',
+      query: 'token=t',
+    });
+    assert.deepEqual(call('GET', '/healthz'), { label: 'healthz', handler: 'health', param: '', query: '' });
+  });
+
+  it('labels every route as the metrics always did, and a path no route takes as other', () => {
+    const labels: [string, string, string][] = [
+      ['POST', '/api/segment/get/a', 'leaf_segment'],
+      ['DELETE', '/api/snowflake/get/a', 'leaf_snowflake'],
+      ['GET', '/decodeSnowflakeId?snowflakeId=1', 'decode'],
+      ['GET', '/v1/snowflake/decode/1', 'decode'],
+      ['GET', '/v1/segment/a?count=3', 'v1_segment'],
+      ['GET', '/v1/ranges/a?count=3', 'v1_ranges'],
+      ['GET', '/v1/snowflake?count=3', 'v1_snowflake'],
+      ['GET', '/v1/tags', 'admin'],
+      ['GET', '/v1/tags/a', 'admin'],
+      ['GET', '/metrics', 'metrics'],
+      ['GET', '/dashboard', 'dashboard'],
+      ['GET', '/v1/stats', 'stats'],
+      ['GET', '/healthz?probe=1', 'healthz'],
+      ['GET', '/readyz', 'readyz'],
+      ['GET', '/cache', 'cache'],
+      ['GET', '/db', 'db'],
+      ['GET', '/nope', 'other'],
+      ['GET', '/cache/', 'other'],
+    ];
+    for (const [method, url, label] of labels) assert.equal(call(method, url).label, label, url);
+  });
+
+  it("answers any method on Leaf's routes, GET (and HEAD on operator pages) on frond's own", () => {
+    assert.equal(call('PUT', '/cache').handler, 'cache');
+    assert.equal(call('HEAD', '/readyz').handler, 'readiness');
+    assert.equal(call('HEAD', '/healthz').handler, 'health');
+    assert.equal(call('HEAD', '/v1/stats').handler, 'stats');
+    assert.equal(call('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('POST', '/v1/ranges/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('GET', '/v1/ranges/a%2Fb?count=5').param, 'a%2Fb');
+    assert.equal(call('POST', '/nope').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('GET', '/nope').error, 'NOT_FOUND');
+  });
+
+  it('checks the admin token before the method, and an ID token after it', () => {
+    const guarded = recorder(
+      (name) =>
+        routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+      ['id-token'],
+    );
+    assert.equal(guarded('DELETE', '/v1/tags').error, 'UNAUTHORIZED');
+    assert.equal(guarded('DELETE', '/v1/tags', 'Bearer admin').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(guarded('POST', '/v1/tags', 'Bearer admin').handler, 'addTag');
+    assert.equal(guarded('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(guarded('GET', '/v1/segment/a').error, 'UNAUTHORIZED');
+    assert.equal(guarded('GET', '/v1/segment/a?token=id-token').handler, 'v1Segment');
+    assert.equal(guarded('GET', '/api/segment/get/a').error, 'UNAUTHORIZED');
+  });
+
+  it("answers failures on Leaf's routes as Leaf did, and on frond's own with frond's errors", () => {
+    const guarded = recorder(
+      (name) =>
+        routeTable(everyHandler<IdHandlers>(name, ID_KEYS), everyHandler<OpsHandlers>(name, OPS_KEYS)),
+      ['id-token'],
+    );
+    assert.equal(guarded('GET', '/api/segment/get/a').leaf, 'segment');
+    assert.equal(guarded('GET', '/api/snowflake/get/a').leaf, 'snowflake');
+    assert.equal(guarded('GET', '/v1/segment/a').leaf, undefined);
+  });
+
+  it('never hands HEAD or OPTIONS to a handler that issues IDs', () => {
+    for (const path of ['/api/segment/get/a', '/api/snowflake/get/a']) {
+      assert.equal(call('HEAD', path).error, 'METHOD_NOT_ALLOWED', path);
+      assert.deepEqual(call('OPTIONS', path), {
+        label: path.includes('segment') ? 'leaf_segment' : 'leaf_snowflake',
+        status: 204,
+      });
+      assert.equal(call('DELETE', path).handler?.startsWith('leaf'), true, path);
+    }
+    // Leaf's pages issue nothing: HEAD reaches them as any method does.
+    assert.equal(call('HEAD', '/cache').handler, 'cache');
+  });
+
+  it('refuses a query parameter the route does not take, on every route', () => {
+    assert.equal(call('GET', '/v1/segment/a?count=2').handler, 'v1Segment');
+    assert.equal(call('GET', '/v1/segment/a?cnt=2').error, 'INVALID_ARGUMENT');
+    assert.equal(call('GET', '/v1/snowflake?count=2&token=x').handler, 'v1Snowflake');
+    // Leaf's routes let any parameter through, as Spring did: a Leaf client's cache-buster works.
+    assert.equal(call('GET', '/api/segment/get/a?cachebuster=1').handler, 'leafSegment');
+    assert.equal(call('GET', '/decodeSnowflakeId?snowflakeId=1&x=2').handler, 'leafDecode');
+    assert.equal(call('GET', '/healthz?probe=1').error, 'INVALID_ARGUMENT');
+    assert.equal(call('GET', '/metrics?').handler, 'metrics');
+  });
+
+  it('leaves /healthz and /readyz out of --rate-limit', () => {
+    let taken = 0;
+    const limited = createRouter(
+      routeTable(
+        everyHandler<IdHandlers>(() => () => {}, ID_KEYS),
+        everyHandler<OpsHandlers>(() => () => {}, OPS_KEYS),
+      ),
+      'other',
+      {
+        access: { tokens: [], adminToken: undefined },
+        rateLimiter: { take: () => void taken++ } as unknown as RateLimiter,
+        reportError: () => {},
+        reportLeafError: () => {},
+      },
+    );
+    for (const url of ['/healthz', '/readyz', '/healthz']) limited(request('GET', url), {} as ServerResponse);
+    assert.equal(taken, 0);
+    limited(request('GET', '/v1/snowflake'), {} as ServerResponse);
+    limited(request('GET', '/nope'), {} as ServerResponse);
+    assert.equal(taken, 2);
+  });
+
+  it('refuses a path with a {name} anywhere but at its end', () => {
+    const handle: RouteHandler = () => {};
+    assert.throws(
+      () => recorder(() => [{ path: '/a/{x}/b', label: 'a', access: 'open', methods: { any: handle } }]),
+      /only one \{name\}/,
+    );
+  });
+});

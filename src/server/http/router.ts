@@ -1,0 +1,187 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FrondError } from '../../core/errors.js';
+import type { LeafErrorKind } from '../leaf/leaf-errors.js';
+import { type AccessOptions, checkAdminAccess, checkIdAccess } from './access.js';
+import type { RateLimiter } from './rate-limit.js';
+import { methodNotAllowed } from './responses.js';
+
+/** `param` is the path after the route's prefix (`''` for a route without `{…}`); `query` has no `?`. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, param: string, query: string) => void;
+
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH';
+
+/**
+ * Who may call a route: anyone, a holder of an ID token (`--token`, when any is set), or the admin
+ * (`--admin-token`, or loopback without one).
+ */
+export type Access = 'open' | 'id' | 'admin';
+
+/** One entry of the route table (`route-table.ts`). */
+export interface Route<Label extends string = string> {
+  /** An exact path, or a prefix ending in one `{name}` that takes the rest of the path, slashes included. */
+  path: string;
+  /** The metrics label: a small fixed set, so metrics cannot grow with tag names or junk paths. */
+  label: Label;
+  access: Access;
+  /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
+  methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
+  /** Leaf's routes fail as Leaf's server did (leaf/leaf-errors.ts); frond's own with frond's JSON errors. */
+  leafErrors?: LeafErrorKind;
+  /**
+   * The query parameters the route takes; any other is refused with 400, as an unknown field of a
+   * JSON body is. An `id` route also takes `token`. None when absent. `any`: every parameter is
+   * let through, as Spring did on Leaf's routes (a Leaf client's cache-buster keeps working).
+   */
+  query?: readonly string[] | 'any';
+  /**
+   * The handler hands out IDs: HEAD (which shows no body) and OPTIONS never reach it, so neither
+   * consumes an ID. Only for `any` routes; a route by method lists what it answers.
+   */
+  issuesIds?: true;
+  /** false: `--rate-limit` does not count or refuse this route (health checks). */
+  rateLimited?: false;
+}
+
+interface CompiledRoute<Label extends string> {
+  /** The exact path, or the prefix before `{name}`. */
+  text: string;
+  prefix: boolean;
+  label: Label;
+  access: Access;
+  any: RouteHandler | undefined;
+  byMethod: ReadonlyMap<string, RouteHandler>;
+  /** `POST is not allowed on /v1/tags/{tag}; use GET or PATCH`, without the method. */
+  notAllowed: string;
+  leafErrors: LeafErrorKind | undefined;
+  /** The `Allow` header: the methods that reach a handler, and OPTIONS. */
+  allow: string;
+  /** undefined: any parameter passes (Leaf's routes). */
+  query: ReadonlySet<string> | undefined;
+  issuesIds: boolean;
+  rateLimited: boolean;
+}
+
+export interface RouterOptions {
+  access: AccessOptions;
+  rateLimiter: RateLimiter | undefined;
+  /** Answers a failure: the error body and status, and the error metric. */
+  reportError: (res: ServerResponse, error: unknown) => void;
+  /** Answers a failure on one of Leaf's routes, as Leaf's server did. */
+  reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void;
+}
+
+/**
+ * Routes a request through the table: the first entry whose path matches takes it. Answers the
+ * label of that entry, or `unmatched` when none did. Synchronous all the way to the handler, so an
+ * ID that is already buffered is answered before this returns.
+ */
+export function createRouter<Label extends string>(
+  table: readonly Route<Label>[],
+  unmatched: Label,
+  options: RouterOptions,
+): (req: IncomingMessage, res: ServerResponse) => Label {
+  const routes = table.map(compile);
+  const { access, rateLimiter, reportError, reportLeafError } = options;
+
+  const find = (path: string): CompiledRoute<Label> | undefined => {
+    for (const route of routes) {
+      if (route.prefix ? path.startsWith(route.text) : path === route.text) return route;
+    }
+    return undefined;
+  };
+
+  return (req, res) => {
+    const url = req.url ?? '/';
+    const mark = url.indexOf('?');
+    const path = mark === -1 ? url : url.slice(0, mark);
+    const query = mark === -1 ? '' : url.slice(mark + 1);
+    const route = find(path);
+    try {
+      if (route?.rateLimited !== false) rateLimiter?.take(req.socket.remoteAddress ?? 'unknown');
+      if (route === undefined) throw noRoute(req.method, path);
+      // The admin token is checked before the method and an ID token after it, as before the table
+      // existed: without the admin token nothing about the admin API shows, and a wrong method on
+      // an ID route is a 405 whether or not a token came with it.
+      if (route.access === 'admin') checkAdminAccess(req, access);
+      const method = req.method ?? '';
+      let handler = route.byMethod.get(method);
+      if (handler === undefined && method === 'OPTIONS') {
+        answerOptions(res, route.allow);
+        return route.label;
+      }
+      if (handler === undefined && !(route.issuesIds && method === 'HEAD')) handler = route.any;
+      if (handler === undefined) {
+        throw methodNotAllowed(
+          `${method} is not allowed on ${route.notAllowed}${method === 'HEAD' && route.issuesIds ? ' (HEAD would use up an ID it cannot show)' : ''}`,
+          route.allow,
+        );
+      }
+      if (query !== '' && route.query !== undefined) checkQuery(query, route.query);
+      if (route.access === 'id') checkIdAccess(req, query, access);
+      handler(req, res, route.prefix ? path.slice(route.text.length) : '', query);
+    } catch (error) {
+      if (route?.leafErrors === undefined) reportError(res, error);
+      else reportLeafError(req, res, error, route.leafErrors);
+    }
+    return route === undefined ? unmatched : route.label;
+  };
+}
+
+function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label> {
+  const brace = route.path.indexOf('{');
+  if (brace !== -1 && (!route.path.endsWith('}') || route.path.indexOf('{', brace + 1) !== -1)) {
+    throw new Error(`route ${route.path}: only one {name}, at the end of the path, is supported`);
+  }
+  const methods = route.methods;
+  const any = 'any' in methods ? methods.any : undefined;
+  const byMethod = new Map<string, RouteHandler>();
+  if (!('any' in methods)) {
+    for (const [method, handler] of Object.entries(methods)) if (handler) byMethod.set(method, handler);
+  }
+  // HEAD rides along with GET where a route allows it; the message names what a client would send.
+  const named = any ? ['GET'] : [...byMethod.keys()].filter((method) => method !== 'HEAD');
+  const answered = any
+    ? ['GET', ...(route.issuesIds ? [] : ['HEAD']), 'POST', 'PUT', 'PATCH', 'DELETE']
+    : [...byMethod.keys()];
+  const query = route.query === 'any' ? undefined : new Set(route.query ?? []);
+  if (route.access === 'id') query?.add('token');
+  return {
+    text: brace === -1 ? route.path : route.path.slice(0, brace),
+    prefix: brace !== -1,
+    label: route.label,
+    access: route.access,
+    any,
+    byMethod,
+    notAllowed: `${route.path}; use ${named.join(' or ')}`,
+    leafErrors: route.leafErrors,
+    allow: [...answered, 'OPTIONS'].join(', '),
+    query,
+    issuesIds: route.issuesIds === true,
+    rateLimited: route.rateLimited !== false,
+  };
+}
+
+/** `OPTIONS`: 204 with the methods of the route; no handler runs, so no ID is used up. */
+function answerOptions(res: ServerResponse, allow: string): void {
+  res.writeHead(204, { allow, 'content-length': 0 });
+  res.end();
+}
+
+/** One rule for every route: a query parameter the route does not take is a 400, as an unknown JSON field. */
+function checkQuery(query: string, takes: ReadonlySet<string>): void {
+  for (const name of new URLSearchParams(query).keys()) {
+    if (takes.has(name)) continue;
+    const names = takes.size === 0 ? 'none' : [...takes].join(', ');
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `unknown query parameter ${JSON.stringify(name.slice(0, 40))}; this route takes: ${names}`,
+    );
+  }
+}
+
+/** No entry matched: frond's own routes answer GET only, so any other method is told so first. */
+function noRoute(method: string | undefined, path: string): FrondError {
+  if (method !== 'GET')
+    return new FrondError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use GET`);
+  return new FrondError('NOT_FOUND', `no route for ${path.slice(0, 200)}`);
+}

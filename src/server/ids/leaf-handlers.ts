@@ -1,0 +1,139 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FrondError } from '../../core/errors.js';
+import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { decodeTagPath } from '../../core/tag.js';
+import type { TagRow, TagStore } from '../../core/tag-admin.js';
+import { sendHtml, sendText } from '../http/responses.js';
+import type { RouteHandler } from '../http/router.js';
+import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from '../leaf/leaf-errors.js';
+import {
+  cachePageSlices,
+  dbPageHead,
+  dbRow,
+  javaParseLong,
+  LEAF_DECODE_ERROR,
+  leafDecodeBody,
+  PAGE_END,
+} from '../leaf/leaf-pages.js';
+import { CachedPage, PageChunks, runInSlices, SLICE_ROWS } from '../leaf/sliced-page.js';
+import type { IdModes } from './id-modes.js';
+
+/** Leaf's routes: its two ID routes, its decode, and its `/cache` and `/db` pages. */
+export interface LeafHandlers {
+  leafSegment: RouteHandler;
+  leafSnowflake: RouteHandler;
+  leafDecode: RouteHandler;
+  cache: RouteHandler;
+  db: RouteHandler;
+}
+
+export interface LeafHandlerDeps {
+  /** Absent when segment mode is off: `/cache` and `/db` then fail as Leaf's did. */
+  segment: SegmentAllocator<TagStore> | undefined;
+  /** The epoch `/decodeSnowflakeId` decodes with. */
+  epoch: number;
+  /** The time a built `/cache` or `/db` page is kept by. */
+  now: () => number;
+}
+
+/** Leaf's routes answer as Leaf's server did, failures included (`reportLeafError`). */
+export function createLeafHandlers(
+  deps: LeafHandlerDeps,
+  modes: IdModes,
+  reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
+): LeafHandlers {
+  const { segment, epoch, now } = deps;
+  const { needSegment, needSnowflake } = modes;
+  const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
+    reportLeafError(req, res, error, kind);
+
+  // Leaf's two pages list every tag: built in slices and kept a second (leaf/sliced-page.ts).
+  const cachePage =
+    segment &&
+    new CachedPage(() => runInSlices(cachePageSlices([...segment.buffersView()], SLICE_ROWS)), now);
+  const dbPage = segment && new CachedPage(() => buildDbPage(segment.store), now);
+
+  return {
+    leafSegment(req, res, rawTag) {
+      const allocator = needSegment();
+      // Leaf (Spring MVC) routes no empty key: `/api/segment/get/` is a 404 there.
+      const path = stripSlash(rawTag);
+      if (path === '')
+        throw new FrondError('NOT_FOUND', 'no route: the tag after /api/segment/get/ is empty');
+      // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
+      const tag = decodeTagPath(path);
+      const id = allocator.tryOne(tag);
+      if (id !== undefined) return sendText(res, String(id));
+      allocator.one(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
+    },
+
+    leafSnowflake(req, res, key) {
+      const service = needSnowflake();
+      // Leaf ignores the key but routes only a non-empty one.
+      if (stripSlash(key) === '')
+        throw new FrondError('NOT_FOUND', 'no route: the key after /api/snowflake/get/ is empty');
+      const id = service.tryNext();
+      if (id !== undefined) return sendText(res, id.toString());
+      // The slow path waits out a small clock step back, or reports why it cannot.
+      service.next().then((value) => sendText(res, value.toString()), leafFail(req, res, 'snowflake'));
+    },
+
+    leafDecode(_req, res, _param, query) {
+      // Spring reads the parameter as Tomcat decodes a query (`+` is a space, `%2B` a plus sign).
+      const text = new URLSearchParams(query).get('snowflakeId');
+      if (text === null) throw missingParameter('snowflakeId');
+      const id = javaParseLong(text);
+      // Leaf answers 200 with errorMsg for what Long.parseLong refuses; clients may rely on it.
+      const body = JSON.stringify(
+        id === undefined ? { errorMsg: LEAF_DECODE_ERROR } : leafDecodeBody(id, epoch),
+      );
+      res.writeHead(200, { 'content-type': LEAF_JSON_TYPE, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    },
+
+    cache(req, res) {
+      needSegment();
+      (cachePage as CachedPage).get().then((html) => sendHtml(res, html), leafFail(req, res, 'page'));
+    },
+
+    db(req, res) {
+      needSegment();
+      (dbPage as CachedPage).get().then((html) => sendHtml(res, html), leafFail(req, res, 'page'));
+    },
+  };
+}
+
+function stripSlash(text: string): string {
+  // Leaf (Spring MVC) serves `/api/segment/get/abc/` as `abc`.
+  return text.endsWith('/') ? text.slice(0, -1) : text;
+}
+
+/** Rows of `leaf_alloc` read per query for `/db`: 500 took 3 to 10 ms on SQLite on a busy 2-core machine, 200 stay near 2. */
+const DB_PAGE_ROWS = 200;
+
+/** `/db`: the table a page of rows at a time, a turn of the event loop after each query and each SLICE_ROWS rows. */
+async function buildDbPage(store: TagStore): Promise<Buffer> {
+  const out = new PageChunks();
+  out.text(dbPageHead());
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  let after: string | undefined;
+  for (;;) {
+    const page = store.listRowsAfter
+      ? await store.listRowsAfter(after, DB_PAGE_ROWS)
+      : await store.listRows();
+    await turn();
+    for (let i = 0; i < page.length; i++) {
+      out.row(dbRow(page[i] as TagRow));
+      if ((i + 1) % SLICE_ROWS === 0) {
+        out.flush();
+        await turn();
+      }
+    }
+    out.flush();
+    const last = page.at(-1);
+    if (store.listRowsAfter === undefined || page.length < DB_PAGE_ROWS || last === undefined) break;
+    after = last.tag;
+  }
+  out.text(PAGE_END);
+  return out.done();
+}

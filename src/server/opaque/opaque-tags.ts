@@ -1,0 +1,254 @@
+import { FrondError } from '../../core/errors.js';
+import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
+import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import type { OpaqueSetting, TagStore } from '../../core/tag-admin.js';
+import { kindKey, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
+import type { OpaqueSecret } from './opaque-keys.js';
+
+/** Segment IDs encoded in one `encodeMany`: ~1.7 µs an ID in a batch of 1,024, ~12 µs alone. */
+export const OPAQUE_BATCH = 1024;
+/** A refill starts when fewer than this many encoded IDs are left, so a request rarely waits. */
+const LOW_WATER = OPAQUE_BATCH / 2;
+
+/** A tag's IDs as served: `PLAIN` (segment IDs as they are), an opaque tag, or a refusal. */
+export const PLAIN = 'plain';
+export type TagMode = typeof PLAIN | OpaqueTag | FrondError;
+
+/**
+ * One opaque tag on this node: its codec, and opaque IDs encoded ahead in batches from segment IDs
+ * the allocator handed to it. Segment IDs taken but never served (a restart) are a gap, as a
+ * buffer's are; no segment ID is ever encoded twice, so no opaque ID is served twice.
+ */
+export class OpaqueTag {
+  private queue: bigint[] = [];
+  private at = 0;
+  private refilling: Promise<void> | undefined;
+
+  constructor(
+    readonly tag: string,
+    readonly codec: OpaqueCodec,
+    private readonly segment: SegmentAllocator<TagStore>,
+    /** The kind (`kindKey`) of the segments this tag encodes: a segment of any other is refused. */
+    readonly key: string,
+  ) {}
+
+  get left(): number {
+    return this.queue.length - this.at;
+  }
+
+  /** An encoded ID if one is ready, without waiting; starts a refill when few are left. */
+  tryNext(): bigint | undefined {
+    if (this.left <= LOW_WATER) void this.refill().catch(() => {});
+    if (this.at < this.queue.length) return this.queue[this.at++];
+    return undefined;
+  }
+
+  async next(): Promise<bigint> {
+    for (;;) {
+      const id = this.tryNext();
+      if (id !== undefined) return id;
+      await this.refill();
+    }
+  }
+
+  async nextMany(count: number): Promise<bigint[]> {
+    while (this.left < count) await this.refill(count - this.left);
+    const ids = this.queue.slice(this.at, this.at + count);
+    this.at += count;
+    if (this.left <= LOW_WATER) void this.refill().catch(() => {});
+    return ids;
+  }
+
+  /** One refill at a time: the next batch of segment IDs, encoded in one call. */
+  private refill(atLeast = 0): Promise<void> {
+    if (this.refilling) return this.refilling;
+    const run = (async () => {
+      const ids = (await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast), this.key)).map(
+        (id) => BigInt(id),
+      );
+      // A batch that straddles the end of the domain serves what fits; past it, ID_RANGE_EXHAUSTED.
+      const capacity = this.codec.capacity;
+      const fits = ids.filter((id) => id >= 1n && id <= capacity);
+      const encoded = this.codec.encodeMany(fits.length === 0 ? ids : fits);
+      this.queue = this.at === 0 ? this.queue.concat(encoded) : this.queue.slice(this.at).concat(encoded);
+      this.at = 0;
+    })();
+    this.refilling = run;
+    const done = () => {
+      this.refilling = undefined;
+    };
+    run.then(done, done);
+    return run;
+  }
+}
+
+/** What a node learned of a tag's kind, and the mode it serves it in. */
+interface Learned {
+  key: string;
+  mode: TagMode;
+  /** For a refusal: when to read the tag's kind from the store again. */
+  until: number;
+}
+
+/** A refused tag (no secret, another secret) is read from the store again after this long. */
+const REFUSAL_RECHECK_MS = 1_000;
+
+/**
+ * Which tags are opaque, for the ID handlers: what this node last learned of each tag's kind. It is
+ * a hint and never trusted: every segment is taken with the kind the node serves it as, and a
+ * segment granted under another kind (the row deleted and created again) is refused before any of
+ * its IDs is taken (`KindChangedError`), with the granted kind, which the node learns and serves
+ * instead (`TagIssuer`). So the plain path costs one Map lookup and one string comparison, and no
+ * process serves a segment under a kind it remembered from before. A node without the secret, or
+ * with another secret than the tag's, refuses the tag instead and never answers an unpermuted ID.
+ */
+export class OpaqueTags {
+  private readonly learned = new Map<string, Learned>();
+  private readonly pending = new Map<string, Promise<TagMode | undefined>>();
+
+  constructor(
+    private readonly segment: SegmentAllocator<TagStore>,
+    readonly secret: OpaqueSecret | undefined,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  /** The secret's fingerprint, or null: for /readyz and `frond tag list`. */
+  get fingerprint(): string | null {
+    return this.secret?.fingerprint ?? null;
+  }
+
+  /**
+   * At start: the opaque tags from one read of frond_tag_options, so their first requests go the
+   * opaque way at once (a hint: a tag created plain since is found so by its first grant).
+   */
+  async preload(): Promise<void> {
+    const opaque = await this.segment.store.listOpaque();
+    for (const [tag, setting] of opaque) this.learn(tag, { opaque: setting });
+  }
+
+  /** The mode `tag` was last learned in (undefined: none yet, served as plain until a grant says otherwise). */
+  modeOf(tag: string): TagMode | undefined {
+    return this.learned.get(tag)?.mode;
+  }
+
+  /** Serves `tag` as `kind` from now on (a grant said so); answers the mode. */
+  learn(tag: string, kind: TagKind): TagMode {
+    const key = kindKey(kind);
+    const known = this.learned.get(tag);
+    if (known !== undefined && known.key === key && !(known.mode instanceof FrondError)) return known.mode;
+    // frond never makes an opaque tag plain (its frond_tag_options row is never removed, and a plain
+    // tag under its name is refused), so a grant that says plain for a tag this node knows as opaque
+    // means that row was deleted by hand: serving plain IDs could repeat opaque ones already served.
+    // The node keeps refusing (and keeps the opaque kind in mind) until the row is back.
+    if (known?.key.startsWith('opaque ') && kind.opaque === null) {
+      const mode = optionsLost(tag, known.key);
+      this.learned.set(tag, { key: known.key, mode, until: this.now() + REFUSAL_RECHECK_MS });
+      return mode;
+    }
+    const mode = this.modeFor(tag, kind.opaque);
+    this.learned.set(tag, {
+      key,
+      mode,
+      until: mode instanceof FrondError ? this.now() + REFUSAL_RECHECK_MS : Number.POSITIVE_INFINITY,
+    });
+    return mode;
+  }
+
+  /**
+   * The mode to serve `tag` in now. A refusal is kept for REFUSAL_RECHECK_MS, then the tag's kind is
+   * read from the store again (one read a second per refused tag, whatever it finds): if it changed
+   * (the tag was created again, a secret put right), the segment the node holds under the refused
+   * kind is dropped, so the next one is granted, with its kind, from the store.
+   */
+  async current(tag: string): Promise<TagMode> {
+    const known = this.learned.get(tag);
+    if (known === undefined) return PLAIN;
+    if (!(known.mode instanceof FrondError) || known.until > this.now()) return known.mode;
+    known.until = this.now() + REFUSAL_RECHECK_MS;
+    const mode = await this.resolve(tag);
+    if (mode === undefined) return known.mode;
+    if (this.learned.get(tag)?.key !== known.key) this.segment.dropIfKind(tag, known.key);
+    return mode;
+  }
+
+  /** Reads the tag's kind from the store (operator routes, refusals); undefined when it has no row. */
+  resolve(tag: string): Promise<TagMode | undefined> {
+    let run = this.pending.get(tag);
+    if (run === undefined) {
+      run = this.segment.store
+        .tagOptions(tag)
+        .then((options) =>
+          options === undefined ? undefined : this.learn(tag, options.opaque === null ? PLAIN_KIND : options),
+        );
+      const current = run;
+      const forget = () => {
+        if (this.pending.get(tag) === current) this.pending.delete(tag);
+      };
+      run.then(forget, forget);
+      this.pending.set(tag, run);
+    }
+    return run;
+  }
+
+  /** The opaque tag, for decoding; rejects for a plain tag or one this node cannot serve. */
+  async opaqueTag(tag: string): Promise<OpaqueTag> {
+    const mode = await this.resolve(tag);
+    if (mode === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    if (mode === PLAIN)
+      throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
+    if (mode instanceof FrondError) throw mode;
+    return mode;
+  }
+
+  /** The setting a new opaque tag is stored with; OPAQUE_SECRET_MISSING without a secret. */
+  settingFor(tag: string, domain: OpaqueDomain): OpaqueSetting {
+    if (this.secret === undefined) throw missingSecret(tag);
+    return { domain: formatDomain(domain), keyCheck: this.secret.keyCheck(tag, domain) };
+  }
+
+  /** Whether this node's secret is the one `setting` was made with (null without a secret). */
+  matches(tag: string, setting: OpaqueSetting): boolean | null {
+    if (this.secret === undefined) return null;
+    return this.secret.keyCheck(tag, parseDomain(setting.domain)) === setting.keyCheck;
+  }
+
+  private modeFor(tag: string, setting: OpaqueSetting | null): TagMode {
+    if (setting === null) return PLAIN;
+    if (this.secret === undefined) return missingSecret(tag);
+    let domain: OpaqueDomain;
+    try {
+      domain = parseDomain(setting.domain);
+    } catch {
+      return new FrondError(
+        'INVALID_CONFIG',
+        `tag ${tag} has opaque domain ${JSON.stringify(setting.domain)} in frond_tag_options, which this version does not know`,
+      );
+    }
+    if (this.secret.keyCheck(tag, domain) !== setting.keyCheck)
+      return new FrondError(
+        'OPAQUE_SECRET_MISMATCH',
+        `tag ${tag} is opaque under another secret than this node's (fingerprint ${this.secret.fingerprint}): every node must have the same FROND_OPAQUE_SECRET(_FILE); refused rather than serve other IDs`,
+      );
+    return new OpaqueTag(
+      tag,
+      new OpaqueCodec(this.secret.cipherFor(tag, domain), domain),
+      this.segment,
+      kindKey({ opaque: setting }),
+    );
+  }
+}
+
+function optionsLost(tag: string, key: string): FrondError {
+  const [, domain, keyCheck] = key.split(' ');
+  return new FrondError(
+    'INVALID_CONFIG',
+    `tag ${tag} is opaque (${domain}) but the store now grants it as plain: its frond_tag_options row was deleted; put it back (biz_tag ${JSON.stringify(tag)}, opaque_domain '${domain}', key_check '${keyCheck}'): plain IDs could repeat opaque IDs already served`,
+  );
+}
+
+function missingSecret(tag: string): FrondError {
+  return new FrondError(
+    'OPAQUE_SECRET_MISSING',
+    `tag ${tag} is opaque and this node has no opaque-ID secret: start it with FROND_OPAQUE_SECRET or FROND_OPAQUE_SECRET_FILE (the one every node shares)`,
+  );
+}

@@ -1,0 +1,179 @@
+import { FrondError } from '../../core/errors.js';
+import { assertOpaqueStart, formatDomain, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
+import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../../core/tag.js';
+import { DEFAULT_TAG_STEP, type OpaqueSetting, type TagRow, type TagStore } from '../../core/tag-admin.js';
+
+function parseObject(text: string, allowed: readonly string[]): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new FrondError('INVALID_ARGUMENT', 'the body is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FrondError('INVALID_ARGUMENT', 'the body must be a JSON object');
+  }
+  const unknown = Object.keys(value).find((key) => !allowed.includes(key));
+  if (unknown !== undefined) {
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `unknown field ${JSON.stringify(unknown)}; allowed: ${allowed.join(', ')}`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function integerField(
+  body: Record<string, unknown>,
+  field: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const value = body[field];
+  if (value === undefined) return fallback;
+  const n = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new FrondError('INVALID_ARGUMENT', `${field} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+/**
+ * `start` of a new tag: a JSON number while it is a safe integer, else a decimal string (a JSON
+ * number above 2^53 has already been rounded by the time it is read, so it is refused, not guessed).
+ */
+function startField(body: Record<string, unknown>, step: number): bigint {
+  const value = body.start;
+  if (value === undefined) return assertStart(1n, step);
+  let start: bigint | undefined;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) start = BigInt(value);
+  else if (typeof value === 'string') start = parseDecimal(value);
+  if (start === undefined) {
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      'start must be an integer: a JSON number up to 2^53 - 1, or a decimal string ("9223372036854000000") for any signed 64-bit value',
+    );
+  }
+  return assertStart(start, step);
+}
+
+/** `step`, in the table's range; the message names the range that holds (1 to 2^31 − 1). */
+function stepField(body: Record<string, unknown>): number {
+  return assertStep(integerField(body, 'step', DEFAULT_TAG_STEP, 1, MAX_TABLE_STEP));
+}
+
+/**
+ * An opaque tag's setting as the admin API shows it: the domain, the key check stored with it, and
+ * whether this node's secret makes the same (null: the node has no secret). Never a key.
+ */
+export interface OpaqueJson {
+  domain: string;
+  keyCheck: string;
+  keyMatches: boolean | null;
+}
+
+export function tagJson(row: TagRow, opaque?: OpaqueJson | null) {
+  return {
+    tag: row.tag,
+    maxId: row.maxId.toString(),
+    step: row.step,
+    description: row.description,
+    updateTime: row.updateTime?.toISOString() ?? null,
+    // Only an opaque tag has the field: a plain tag's row reads as it did before opaque tags.
+    ...(opaque === undefined || opaque === null ? {} : { opaque }),
+  };
+}
+
+/** What the admin API needs of the opaque tags (`OpaqueTags`). */
+export interface OpaqueAdmin {
+  settingFor(tag: string, domain: OpaqueDomain): OpaqueSetting;
+  matches(tag: string, setting: OpaqueSetting): boolean | null;
+}
+
+export function opaqueJson(
+  opaque: OpaqueAdmin | undefined,
+  tag: string,
+  setting: OpaqueSetting | null | undefined,
+): OpaqueJson | null {
+  if (setting === null || setting === undefined) return null;
+  return { ...setting, keyMatches: opaque ? opaque.matches(tag, setting) : null };
+}
+
+/** `opaque` of a body: absent, null (plain) or a domain (`bits:63`, `digits:11`). */
+function opaqueField(body: Record<string, unknown>): OpaqueDomain | null | undefined {
+  const value = body.opaque;
+  if (value === undefined || value === null) return value;
+  if (typeof value !== 'string')
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      'opaque must be a domain such as "bits:63" or "digits:11", or null',
+    );
+  return parseDomain(value);
+}
+
+/**
+ * `POST /v1/tags` with `{"tag", "step"?, "start"?, "description"?}`: the first ID is `start`
+ * (default 1), the step defaults to 1000 as in `frond tag add`.
+ */
+export async function addTag(
+  store: TagStore,
+  text: string,
+  opaque?: OpaqueAdmin,
+): Promise<ReturnType<typeof tagJson>> {
+  const body = parseObject(text, ['tag', 'step', 'start', 'description', 'opaque']);
+  if (typeof body.tag !== 'string') throw new FrondError('INVALID_ARGUMENT', 'tag must be a string');
+  const tag = assertValidTag(body.tag);
+  const step = stepField(body);
+  const start = startField(body, step);
+  const description = body.description ?? null;
+  if (description !== null && (typeof description !== 'string' || description.length > 256)) {
+    throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
+  }
+  const domain = opaqueField(body);
+  if (domain === undefined || domain === null) {
+    await store.addTag({ tag, step, start, description });
+  } else {
+    // An opaque tag's segment IDs are 1..capacity: a first ID outside could never be served.
+    assertOpaqueStart(start, domain);
+    if (opaque === undefined)
+      throw new FrondError(
+        'OPAQUE_SECRET_MISSING',
+        `tag ${tag}: this node has no opaque-ID secret to make an opaque tag with`,
+      );
+    await store.addOpaqueTag({ tag, step, start, description }, opaque.settingFor(tag, domain));
+  }
+  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
+  if (row === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
+  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
+}
+
+/** `PATCH /v1/tags/{tag}` with `{"step"}`: running nodes use it from their next segment load. */
+export async function patchTag(
+  store: TagStore,
+  rawTag: string,
+  text: string,
+  opaque?: OpaqueAdmin,
+): Promise<ReturnType<typeof tagJson>> {
+  const tag = assertValidTag(rawTag);
+  const body = parseObject(text, ['step', 'opaque']);
+  if (body.step === undefined && body.opaque === undefined)
+    throw new FrondError('INVALID_ARGUMENT', 'step or opaque is required');
+  const domain = opaqueField(body);
+  if (domain !== undefined) {
+    // The domain is fixed when the tag is created: a plain tag made opaque, or an opaque one given
+    // another domain (another key), could answer an ID it already answered. Only the same is taken.
+    const current = await store.tagOptions(tag);
+    if (current === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    const asked = domain === null ? null : formatDomain(domain);
+    if ((current.opaque?.domain ?? null) !== asked)
+      throw new FrondError(
+        'OPAQUE_TAG_FIXED',
+        `tag ${tag} is ${current.opaque ? `opaque ${current.opaque.domain}` : 'plain'}: a tag's opaque domain is fixed when it is created (another domain or key could repeat an ID already handed out); create a new tag with {"opaque": ${JSON.stringify(asked)}}`,
+      );
+  }
+  if (body.step !== undefined) await store.setStep(tag, stepField(body));
+  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
+  if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
+}

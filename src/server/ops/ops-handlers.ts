@@ -1,0 +1,167 @@
+import type { ServerResponse } from 'node:http';
+import { FrondError } from '../../core/errors.js';
+import { formatDomain } from '../../core/opaque-codec.js';
+import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { assertValidTag, decodeTagPath } from '../../core/tag.js';
+import type { TagStore } from '../../core/tag-admin.js';
+import { disabled } from '../http/mode-disabled.js';
+import { readBody } from '../http/request-body.js';
+import { sendHtml, sendJson } from '../http/responses.js';
+import type { RouteHandler } from '../http/router.js';
+import type { OpaqueTags } from '../opaque/opaque-tags.js';
+import { addTag, opaqueJson, patchTag, tagJson } from './admin-api.js';
+import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
+import type { Metrics } from './metrics.js';
+import type { Readiness } from './readiness.js';
+import type { StatsSampler } from './stats-sampler.js';
+import { MAX_STATS_TAGS, type StatsQuery } from './stats-snapshot.js';
+
+export interface OpsDeps {
+  stats: StatsSampler;
+  metrics: Metrics | undefined;
+  readiness: () => Readiness;
+  /** In a `--workers` process: the whole node's metrics and stats (`cluster/worker-link.ts`), not this process's. */
+  cluster?: { metricsText(): Promise<string>; stats(query?: StatsQuery): Promise<unknown> } | undefined;
+}
+
+/**
+ * The handlers for the people who run frond: `/metrics`, `/dashboard`, `/v1/stats`, `/readyz`, and
+ * the admin API `/v1/tags`; `http/route-table.ts` says where each answers and who may call it.
+ */
+export interface OpsHandlers {
+  metrics: RouteHandler;
+  dashboard: RouteHandler;
+  stats: RouteHandler;
+  readiness: RouteHandler;
+  listTags: RouteHandler;
+  addTag: RouteHandler;
+  getTag: RouteHandler;
+  patchTag: RouteHandler;
+  decodeOpaque: RouteHandler;
+}
+
+export function createOpsHandlers(
+  deps: OpsDeps,
+  segment: SegmentAllocator<TagStore> | undefined,
+  reportError: (res: ServerResponse, error: unknown) => void,
+  opaque?: OpaqueTags,
+): OpsHandlers {
+  const store = (): TagStore => {
+    if (segment === undefined) throw disabled('segment', '--no-segment');
+    return segment.store;
+  };
+  const fail = (res: ServerResponse) => (error: unknown) => reportError(res, error);
+
+  return {
+    metrics(_req, res) {
+      const metrics = deps.metrics;
+      if (metrics === undefined) throw new FrondError('NOT_FOUND', 'metrics are off on this node');
+      (deps.cluster ? deps.cluster.metricsText() : metrics.text()).then((text) => {
+        res.writeHead(200, { 'content-type': metrics.contentType });
+        res.end(text);
+      }, fail(res));
+    },
+
+    dashboard(_req, res) {
+      sendHtml(res, DASHBOARD_HTML, DASHBOARD_HEADERS);
+    },
+
+    // With `readiness`, what `/readyz` answers, so the dashboard shows it from the one poll.
+    stats(_req, res, _param, query) {
+      const asked = statsQuery(query);
+      const cluster = deps.cluster;
+      if (cluster === undefined)
+        return sendJson(res, 200, { ...deps.stats.snapshot(asked), readiness: deps.readiness() });
+      cluster
+        .stats(asked)
+        .then((body) => sendJson(res, 200, { ...(body as object), readiness: deps.readiness() }), fail(res));
+    },
+
+    readiness(_req, res) {
+      const readiness = deps.readiness();
+      sendJson(res, readiness.ready ? 200 : 503, readiness);
+    },
+
+    listTags(_req, res) {
+      const target = store();
+      Promise.all([target.listRows(), target.listOpaque()]).then(
+        ([rows, settings]) =>
+          sendJson(res, 200, {
+            opaqueFingerprint: opaque?.fingerprint ?? null,
+            tags: rows.map((row) => tagJson(row, opaqueJson(opaque, row.tag, settings.get(row.tag)))),
+          }),
+        fail(res),
+      );
+    },
+
+    addTag(req, res) {
+      const target = store();
+      readBody(req)
+        .then((body) => addTag(target, body, opaque))
+        .then((row) => sendJson(res, 201, row), fail(res));
+    },
+
+    getTag(_req, res, raw) {
+      const tag = assertValidTag(decodeTagPath(raw));
+      const target = store();
+      Promise.all([target.getTag(tag), target.tagOptions(tag)])
+        .then(([row, options]) => {
+          if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+          sendJson(res, 200, tagJson(row, opaqueJson(opaque, tag, options?.opaque)));
+        })
+        .catch(fail(res));
+    },
+
+    patchTag(req, res, raw) {
+      const tag = decodeTagPath(raw);
+      const target = store();
+      readBody(req)
+        .then((body) => patchTag(target, tag, body, opaque))
+        .then((row) => sendJson(res, 200, row), fail(res));
+    },
+
+    // Support tooling: the segment ID (position in the tag's sequence) behind an opaque ID.
+    decodeOpaque(_req, res, raw, query) {
+      const tag = assertValidTag(decodeTagPath(raw));
+      store();
+      const text = new URLSearchParams(query).get('id');
+      if (text === null || !/^[0-9]{1,19}$/.test(text))
+        throw new FrondError('INVALID_ID', 'id must be the opaque ID, 1 to 19 decimal digits');
+      if (opaque === undefined)
+        throw new FrondError('OPAQUE_SECRET_MISSING', 'this node has no opaque-ID secret');
+      opaque
+        .opaqueTag(tag)
+        .then((entry) =>
+          sendJson(res, 200, {
+            tag,
+            id: text,
+            domain: formatDomain(entry.codec.domain),
+            segmentId: entry.codec.decode(BigInt(text)).toString(),
+          }),
+        )
+        .catch(fail(res));
+    },
+  };
+}
+
+/** At most this many `tag=` in one `/v1/stats` query. */
+const MAX_STATS_NAMED = 100;
+
+/** `/v1/stats?limit=N` (the N busiest, 1 to MAX_STATS_TAGS) or `?tag=a&tag=b` (those tags, up to 100). */
+export function statsQuery(query: string): StatsQuery {
+  if (query === '') return {};
+  const params = new URLSearchParams(query);
+  const named = params.getAll('tag');
+  const limit = params.get('limit');
+  if (named.length > 0 && limit !== null)
+    throw new FrondError('INVALID_ARGUMENT', 'ask /v1/stats for tag=… or for limit=…, not both');
+  if (named.length > 0) {
+    if (named.length > MAX_STATS_NAMED)
+      throw new FrondError('INVALID_ARGUMENT', `at most ${MAX_STATS_NAMED} tag= in one /v1/stats query`);
+    return { tags: named };
+  }
+  if (limit === null) return {};
+  if (!/^[0-9]{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_STATS_TAGS)
+    throw new FrondError('INVALID_ARGUMENT', `limit must be a whole number from 1 to ${MAX_STATS_TAGS}`);
+  return { limit: Number(limit) };
+}

@@ -1,0 +1,73 @@
+import type { Clock } from '../../core/clock.js';
+import type { Logger } from '../../core/logger.js';
+import type { CoreObserver } from '../../core/observer.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
+import { LEAF_STEP_RULES } from '../../core/segment-step.js';
+import { FencedStore } from '../../stores/fencing/fenced-store.js';
+import type { OpenedStore } from '../../stores/store-backend.js';
+import { openStore } from '../../stores/store-registry.js';
+import { OpaqueDeclaration } from '../opaque/opaque-config.js';
+import { OpaqueSecret } from '../opaque/opaque-keys.js';
+import { OpaqueTags } from '../opaque/opaque-tags.js';
+import type { Cleanups } from './cleanups.js';
+import type { ServeConfig } from './serve-config.js';
+
+/** Segment mode, open: the fenced store, the allocator on it, and which of its tags are opaque. */
+export interface SegmentMode {
+  store: OpenedStore;
+  allocator: SegmentAllocator<OpenedStore>;
+  opaque: OpaqueTags;
+  /** The tags the configuration declares opaque, kept checked; absent when it declares none. */
+  declaration: OpaqueDeclaration | undefined;
+}
+
+/**
+ * Opens the store, starts the allocator (its loads reported to `observer`) and reads the opaque-ID
+ * secret and the declared opaque tags; each step's close goes into `cleanups` as soon as it opened.
+ */
+export async function openSegmentMode(
+  config: ServeConfig,
+  clock: Clock,
+  logger: Logger,
+  observer: CoreObserver,
+  cleanups: Cleanups,
+): Promise<SegmentMode> {
+  // Every load goes through the fence and the data dir's high-water (src/stores/fencing). The
+  // store is closed whatever fails after it opened (an unreadable high-water file throws in the
+  // constructor below): SQLite's worker thread would otherwise keep a failed start alive.
+  const inner = openStore(config.store, { logger });
+  cleanups.push(() => inner.close());
+  const store: OpenedStore = new FencedStore(inner, {
+    dataDir: config.dataDir,
+    fenceSkip: config.fenceSkip,
+    logger,
+  });
+  const allocator = new SegmentAllocator(
+    store,
+    clock,
+    logger,
+    {
+      ...DEFAULT_SEGMENT_ALLOCATOR_OPTIONS,
+      segmentWaitMs: config.segmentWaitMs,
+      tagRefreshMs: config.tagRefreshMs,
+      stepRules: { ...LEAF_STEP_RULES, maxStep: config.maxStep },
+    },
+    observer,
+  );
+  await allocator.start();
+  cleanups.push(() => allocator.close());
+  // Read once, never logged: only the fingerprint is shown (/readyz, frond tag list).
+  const secret =
+    config.opaqueSecret === undefined ? OpaqueSecret.fromEnvironment() : (config.opaqueSecret ?? undefined);
+  const opaque = new OpaqueTags(allocator, secret, () => clock.now());
+  let declaration: OpaqueDeclaration | undefined;
+  if (config.opaqueTags !== undefined && config.opaqueTags.length > 0) {
+    const declared = new OpaqueDeclaration(allocator.store, opaque, config.opaqueTags, clock, logger);
+    await declared.start();
+    cleanups.push(() => declared.close());
+    declaration = declared;
+  }
+  // A store that is down at start leaves every tag to be read on its first request.
+  await opaque.preload().catch(() => {});
+  return { store, allocator, opaque, declaration };
+}

@@ -1,0 +1,86 @@
+import type { Server } from 'node:http';
+import { type Clock, systemClock } from '../../core/clock.js';
+import type { Logger } from '../../core/logger.js';
+import { createApp } from '../http/app.js';
+import { readTls } from '../http/http-server.js';
+import { RateLimiter } from '../http/rate-limit.js';
+import { type Cleanups, runCleanups } from './cleanups.js';
+import { lockDataDir } from './data-dir-lock.js';
+import { closeHttp, listen } from './listen.js';
+import { openOpsSurface, startOpsSurface } from './ops-surface.js';
+import { openSegmentMode } from './segment-mode.js';
+import type { ServeConfig } from './serve-config.js';
+import { openSnowflakeMode } from './snowflake-mode.js';
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * Composes the node: the ops surface, segment mode, snowflake mode and HTTP, in that order, each
+ * closed again if a later one fails; nothing here is on the path of a request.
+ */
+export async function startServer(
+  config: ServeConfig,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<RunningServer> {
+  const tls = config.tls && readTls(config.tls);
+  const ops = openOpsSurface(config, clock);
+  const cleanups: Cleanups = [lockDataDir(config.dataDir)];
+  try {
+    const segment = config.segment
+      ? await openSegmentMode(config, clock, logger, ops.metrics, cleanups)
+      : undefined;
+    const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
+    const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
+    const handler = createApp({
+      segment: segment?.allocator,
+      snowflake,
+      opaque: segment?.opaque,
+      epoch: config.epoch,
+      logger,
+      // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
+      now: () => clock.now(),
+      access: { tokens: config.tokens, adminToken: config.adminToken },
+      rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
+      observer: ops.metrics,
+      ops: opsDeps,
+    });
+    const http = await listen(handler, config, tls, logger);
+    logger.log('info', 'listening', {
+      url: http.url,
+      segment: segment?.store.description ?? 'off',
+      snowflakeWorkerId: snowflake?.workerId ?? 'off',
+      maxConnections: http.maxConnections,
+      descriptorLimit: http.descriptorLimit ?? 'unknown',
+    });
+    return { url: http.url, server: http.server, close: closeOnce(http.server, config, cleanups, logger) };
+  } catch (error) {
+    await runCleanups(cleanups);
+    throw error;
+  }
+}
+
+/**
+ * The node's shutdown, run once however often it is asked for: HTTP first (requests in flight get
+ * `--shutdown-timeout-ms` to finish), then what start-up opened, the last first.
+ */
+function closeOnce(
+  server: Server,
+  config: ServeConfig,
+  cleanups: Cleanups,
+  logger: Logger,
+): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => {
+    closing ??= (async () => {
+      await closeHttp(server, config.shutdownTimeoutMs);
+      await runCleanups(cleanups);
+      logger.log('info', 'stopped', {});
+    })();
+    return closing;
+  };
+}
