@@ -156,7 +156,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const logger = createPinoLogger(config.logLevel);
   // Once per node, by the primary of --workers.
   if (!cluster.isWorker) for (const message of warnings) logger.log('warn', 'config.warning', { message });
-  // `--workers N`: this process becomes the primary of N forked copies of itself (src/server/cluster.ts).
+  // `--workers N`: this process becomes the primary of N forked copies of itself (src/server/cluster/cluster.ts).
   if (cluster.isWorker) return runWorker(config, logger, serveUntilSignal);
   if (settings.workers > 1) return runPrimary(config, settings.workers, logger);
   return serveUntilSignal(config, logger);

@@ -2,6 +2,7 @@ import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../src/core/tag-admin.js';
 import { PLAIN_KIND } from '../../src/core/tag-kind.js';
+import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../../src/stores/fencing/fence.js';
 
 interface Pending {
   resolve: () => void;
@@ -24,7 +25,7 @@ export interface MemoryRow {
  * happens when the load is released, as a real transaction commits when it ends. Stores built on
  * the same `rows` map share one table, as two connections to one database do.
  */
-export class MemoryStore implements TagStore {
+export class MemoryStore implements TagStore, FenceOps {
   readonly description = 'memory:';
   readonly calls: { tag: string; step: number | undefined }[] = [];
   private pending: Pending[] = [];
@@ -69,6 +70,26 @@ export class MemoryStore implements TagStore {
       tableStep: row.step,
       kind: setting ? { opaque: { ...setting } } : PLAIN_KIND,
     };
+  }
+
+  /** frond_fence: one database that never fails over, so every advance is granted under epoch 1. */
+  readonly singleCopy = true;
+  private fenceRow = { epoch: 1, identity: 'memory' };
+
+  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
+    const allocation = await this.advance(tag, step);
+    return allocation && { kind: 'granted', allocation, ...this.fenceRow };
+  }
+
+  async fence(request: FenceRequest): Promise<FenceOutcome> {
+    if (this.fenceRow.epoch > request.observedEpoch) return { ...this.fenceRow, fenced: false, tags: 0 };
+    for (const [tag, row] of this.rows) {
+      row.maxId += request.skip;
+      const floor = request.atLeast.get(tag);
+      if (floor !== undefined && row.maxId < floor) row.maxId = floor;
+    }
+    this.fenceRow = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
+    return { ...this.fenceRow, fenced: true, tags: this.rows.size };
   }
 
   async listTags(): Promise<string[]> {

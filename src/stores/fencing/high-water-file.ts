@@ -38,7 +38,7 @@ export const HIGH_WATER_JOURNAL = 'segment-high-water.log';
 const COMPACT_AFTER_LINES = 4_096;
 /**
  * The data dir of process i of `frond serve --workers N` is `<data-dir>/worker-<i>`
- * (`workerDataDir` in src/server/cluster.ts; a test keeps the two in step).
+ * (`workerDataDir` in src/server/cluster/cluster.ts; a test keeps the two in step).
  */
 const WORKER_DIR = /^worker-[0-9]+$/;
 
