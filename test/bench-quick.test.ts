@@ -17,7 +17,8 @@ interface Figures {
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
 function runBench(args: string[]): Promise<CommandResult> {
-  return runNode(['--import', 'tsx', RUN, ...args], { timeoutMs: 100_000 });
+  // A ceiling for a hang: about 20 s alone, over 100 s with both cores busy.
+  return runNode(['--import', 'tsx', RUN, ...args], { timeoutMs: 240_000 });
 }
 
 // Speed is never asserted here: CI machines differ and share their cores. What must hold anywhere is

@@ -311,7 +311,9 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
         assert.ok(id >= 4001, 'IDs continue above Leaf’s');
       assert.equal(await tableDefinition(db), definition, 'frond left Leaf’s table as it was');
       assert.ok(checked > 5_000, `only ${checked} IDs were checked`);
-      assert.ok(loads > 50, `only ${loads} segment loads happened`);
+      // A floor that proves segments switched under load on every node, not a speed: a machine with
+      // both cores busy gave 41-49 loads where a quiet one gives 53-78 (a MySQL load is 6 round trips).
+      assert.ok(loads > 25, `only ${loads} segment loads happened`);
       t.diagnostic(
         `${name}: ${checked} IDs on ${tags.length} tags checked unique, ${orderChecks} order checks, ${requests} requests, ${loads} segment loads, ${NODES} nodes, 2 SIGKILLs and restarts, ${LOAD_MS} ms of load`,
       );
