@@ -312,7 +312,7 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
       assert.equal(await tableDefinition(db), definition, 'frond left Leaf’s table as it was');
       assert.ok(checked > 5_000, `only ${checked} IDs were checked`);
       // A floor that proves segments switched under load on every node, not a speed: a machine with
-      // both cores busy gave 41-49 loads where a quiet one gives 53-78 (a MySQL load is 6 round trips).
+      // both cores busy gave 41-49 loads where a quiet one gives 53-78 (a MySQL load is 7 round trips).
       assert.ok(loads > 25, `only ${loads} segment loads happened`);
       t.diagnostic(
         `${name}: ${checked} IDs on ${tags.length} tags checked unique, ${orderChecks} order checks, ${requests} requests, ${loads} segment loads, ${NODES} nodes, 2 SIGKILLs and restarts, ${LOAD_MS} ms of load`,
@@ -428,8 +428,8 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
       const proxy = await TcpProxy.start({ port: SERVER_PORT[dialect] });
       t.after(() => proxy.close());
       // The step stays 300, so the 10% preload leaves 270 IDs, about 540 ms at 500 IDs/s, for a load:
-      // a fenced load is one round trip on PostgreSQL and 6 on MySQL (prepared statements, one value
-      // each; no multi-statement batch), about 300 ms at 50 ms a round trip.
+      // a fenced load is one round trip on PostgreSQL and 7 on MySQL (prepared statements, one value
+      // each; no multi-statement batch), about 350 ms at 50 ms a round trip.
       const node = await startFrond(
         nodeArgs(tempDir('frond-slow-'), db.urlVia(proxy.port), ['--max-step', '300']),
       );
