@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createCipheriv } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { propertyRuns } from '../../test/support/property-runs.js';
 import { type BlockCipher, Ff1 } from './ff1.js';
 
 /** AES-ECB under `keyHex` (128, 192 or 256 bits), as the server gives FF1 its cipher. */
@@ -102,7 +103,7 @@ describe('FF1 (NIST SP 800-38G)', () => {
           assert.equal(slow.decrypt(encrypted), value);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 

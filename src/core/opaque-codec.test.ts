@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createCipheriv } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { propertyRuns } from '../../test/support/property-runs.js';
 import { isFrondError } from './errors.js';
 import type { BlockCipher } from './ff1.js';
 import {
@@ -91,7 +92,7 @@ describe('OpaqueCodec', () => {
         const id = ((raw - 1n) % codec.capacity) + 1n;
         assert.equal(codec.decode(codec.encode(id)), id);
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ManualClock, settle } from '../../test/support/manual-clock.js';
 import { MemoryStore } from '../../test/support/memory-store.js';
+import { propertyRuns } from '../../test/support/property-runs.js';
 import { silentLogger } from './logger.js';
 import { DEFAULT_SEGMENT_BUFFER_OPTIONS, SegmentBuffer, type SegmentId } from './segment-buffer.js';
 
@@ -87,7 +88,7 @@ describe('SegmentBuffer under any interleaving (fast-check)', () => {
           for (const id of seen) assert.ok(id >= 1 && id < maxId, `ID ${id} outside [1, ${maxId})`);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: propertyRuns(150) },
     );
   });
 });

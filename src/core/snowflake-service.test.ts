@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ManualClock, settle } from '../../test/support/manual-clock.js';
 import { MemoryWorkerSource } from '../../test/support/memory-worker-source.js';
+import { propertyRuns } from '../../test/support/property-runs.js';
 import { isFrondError } from './errors.js';
 import { silentLogger } from './logger.js';
 import { decomposeSnowflake } from './snowflake-layout.js';
@@ -226,7 +227,7 @@ describe('SnowflakeService', () => {
         // About one run in 80 steps back, lets a record period pass, crashes and takes IDs again:
         // 500 runs find a record that goes back with a probability above 99 %; the example is the
         // shortest such run, so the property fails on that mistake every time.
-        numRuns: 500,
+        numRuns: propertyRuns(500),
         examples: [
           [
             [

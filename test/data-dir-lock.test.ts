@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { LOCK_FILE, lockDataDir } from './data-dir-lock.js';
+import { LOCK_FILE, lockDataDir } from '../src/server/start/data-dir-lock.js';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'frond-lock-'));
 
@@ -91,7 +91,7 @@ describe('lockDataDir', () => {
  * releases what it holds.
  */
 const CHILD = `
-const { lockDataDir } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, 'data-dir-lock.ts')).href)});
+const { lockDataDir } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, '../src/server/start/data-dir-lock.ts')).href)});
 let unlock;
 process.on('message', (message) => {
   if (message === 'release') {
