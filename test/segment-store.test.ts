@@ -1,30 +1,22 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { FencedStore } from '../src/stores/fencing/fenced-store.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
+import { byHand } from './support/sqlite-by-hand.js';
 
 const sqliteFile = join(mkdtempSync(join(tmpdir(), 'frond-store-')), 'frond.db');
 
-/** SQL by hand on the same file, as an operator's `sqlite3 frond.db` would. */
-function byHand(text: string, ...values: unknown[]): void {
-  const db = new Database(sqliteFile);
-  try {
-    db.pragma('busy_timeout = 5000');
-    db.prepare(text).run(...values);
-  } finally {
-    db.close();
-  }
-}
 const raw: RawTable = {
   async deleteRow(_t, tag) {
-    byHand('DELETE FROM leaf_alloc WHERE biz_tag = ?', tag);
+    byHand(sqliteFile, (db) => db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag));
   },
   async insertRow(_t, tag, maxId, step) {
-    byHand('INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES (?, ?, ?)', tag, maxId, step);
+    byHand(sqliteFile, (db) =>
+      db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES (?, ?, ?)').run(tag, maxId, step),
+    );
   },
 };
 

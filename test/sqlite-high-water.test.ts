@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { byHand } from './support/sqlite-by-hand.js';
 
 // On SQLite the database file keeps frond_high_water, as PostgreSQL and MySQL do: `frond tag add`
 // (no data dir of its own) and each `--workers` process (a data dir each) see what any of them was
@@ -12,17 +12,6 @@ import { randomTag } from './support/random-tag.js';
 // 10,000 IDs, deleted by SQL and re-added opaque from the CLI, served 496 of them again.
 
 const env = { FROND_OPAQUE_SECRET: randomBytes(32).toString('hex') };
-
-/** SQL by hand on the file, as an operator's `sqlite3 frond.db` would. */
-function byHand<T>(file: string, use: (db: Database.Database) => T): T {
-  const db = new Database(file);
-  try {
-    db.pragma('busy_timeout = 5000');
-    return use(db);
-  } finally {
-    db.close();
-  }
-}
 
 function rowsOf(file: string, tag: string): { leaf: number; options: number } {
   return byHand(file, (db) => ({

@@ -5,21 +5,12 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { httpGet, idsOf } from './support/http-get.js';
+import { copy } from './support/sqlite-by-hand.js';
 
 // The SQLite file restored from a backup while `frond serve --workers 2` runs on it. Each worker is
 // a process with a data dir of its own; before the fence of SQLite, the worker that found the file
 // went back took the next range above what IT had been granted, which was the other worker's:
 // 1,000 IDs served twice out of 6,060. Now every tag is raised past what any process holds.
-
-/** SQLite's online backup, as `sqlite3 DB ".backup"` and, into the live file, `".restore"`. */
-async function copy(from: string, to: string): Promise<void> {
-  const db = new Database(from, { readonly: true });
-  try {
-    await db.backup(to);
-  } finally {
-    db.close();
-  }
-}
 
 /** A new connection per request (as curl makes), so the primary hands them to both workers. */
 const fresh = new Agent({ keepAlive: false });

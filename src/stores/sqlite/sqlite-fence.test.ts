@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import { tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
+import { byHand, copy } from '../../../test/support/sqlite-by-hand.js';
 import type { Allocation } from '../../core/segment-store.js';
 import { PLAIN_KIND } from '../../core/tag-kind.js';
 import { FencedStore } from '../fencing/fenced-store.js';
@@ -16,33 +16,6 @@ import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 const SKIP = 1_000_000;
 const STEP = 1_000;
-
-/**
- * The file copied with SQLite's online backup, as `sqlite3 DB ".backup"` and `".restore"` do. Run
- * into the live file it is the restore itself, while the stores have it open: the backup writes the
- * destination through SQLite's own pager under its write lock, so every other connection (the
- * stores' worker threads) reads the restored pages at its next transaction, as it would after
- * `sqlite3 DB ".restore copy.db"`. Closing the stores around it would test less: the restore under
- * running nodes is the case that served IDs twice.
- */
-async function copy(from: string, to: string): Promise<void> {
-  const db = new Database(from, { readonly: true });
-  try {
-    await db.backup(to);
-  } finally {
-    db.close();
-  }
-}
-
-function byHand<T>(path: string, use: (db: Database.Database) => T): T {
-  const db = new Database(path);
-  try {
-    db.pragma('busy_timeout = 5000');
-    return use(db);
-  } finally {
-    db.close();
-  }
-}
 
 function fenceRow(path: string): { epoch: number; identity: string } | undefined {
   return byHand(

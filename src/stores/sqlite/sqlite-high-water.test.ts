@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import { tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
+import { byHand } from '../../../test/support/sqlite-by-hand.js';
 import { isFrondError } from '../../core/errors.js';
 import type { TagStore } from '../../core/tag-admin.js';
 import { PLAIN_KIND } from '../../core/tag-kind.js';
@@ -13,17 +13,6 @@ import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 // frond_high_water in the SQLite file: what one process granted is the floor of every other process
 // on the file, whatever its data dir holds (`--workers N` runs N processes, `frond tag add` none).
-
-/** SQL by hand on the file, as an operator's `sqlite3 frond.db` would. */
-function byHand<T>(path: string, use: (db: Database.Database) => T): T {
-  const db = new Database(path);
-  try {
-    db.pragma('busy_timeout = 5000');
-    return use(db);
-  } finally {
-    db.close();
-  }
-}
 
 const opaque = { domain: 'bits:20', keyCheck: '0123456789abcdef' };
 
