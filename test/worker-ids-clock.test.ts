@@ -12,11 +12,13 @@ import { assertUnique, maxOf, minOf, takeIds, traffic, workerIdOf } from './supp
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => {
-  it('waits past every ID issued before a SIGKILL when restarted 2 s back, and refuses to start 1 h back', async (t) => {
+  it('waits past every ID issued before a SIGKILL when restarted 6 s back, and refuses to start 1 h back', async (t) => {
     if (!(await zookeeperUp(t))) return;
-    const back2s = fakeClock(t, '-2s')?.env;
+    // 6 s back with a start-up wait of 20 s: the restart is behind the recorded time even when it
+    // takes seconds on a busy machine (with both cores loaded, 2 s back was already past it).
+    const back6s = fakeClock(t, '-6s')?.env;
     const back1h = fakeClock(t, '-1h')?.env;
-    if (back2s === undefined || back1h === undefined) return;
+    if (back6s === undefined || back1h === undefined) return;
     const name = randomName();
     const dataDir = tempDir();
     const nodes: FrondProcess[] = [];
@@ -31,10 +33,13 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     const before = load.ids;
     const lastBefore = Math.max(...before.map((id) => decomposeSnowflake(id).timestamp));
 
-    // 2 s back, right after the crash: behind the time recorded ahead of every ID (up to 2 s past
+    // 6 s back, right after the crash: behind the time recorded ahead of every ID (up to 2 s past
     // the last one), which the start waits out; then every ID is above every earlier one.
     const startedAt = Date.now();
-    const second = await startFrond(leafModeArgs(ZOOKEEPER, name, 7400, dataDir), { env: back2s });
+    const second = await startFrond(
+      leafModeArgs(ZOOKEEPER, name, 7400, dataDir, ['--clock-startup-wait-ms', '20000']),
+      { env: back6s },
+    );
     nodes.push(second);
     const startMs = Date.now() - startedAt;
     assert.equal(workerIdOf(second), workerIdOf(first));
@@ -62,15 +67,15 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     assert.equal(noCache.code, 1);
     assert.match(noCache.stderr, /^frond: the clock is \d+ ms behind/);
     t.diagnostic(
-      `restart 2 s back after SIGKILL: ${before.length} IDs before, the start waited ${behindMs} ms (ready in ${startMs} ms), first ID above all; 1 h back: refused (${refused.stderr.trim()})`,
+      `restart 6 s back after SIGKILL: ${before.length} IDs before, the start waited ${behindMs} ms (ready in ${startMs} ms), first ID above all; 1 h back: refused (${refused.stderr.trim()})`,
     );
   });
 
   it('refuses a node whose clock is further from the live nodes than --clock-max-skew-ms, and measures the skew of one within it', async (t) => {
     if (!(await zookeeperUp(t))) return;
     const back10s = fakeClock(t, '-10s')?.env;
-    const back2s = fakeClock(t, '-2s')?.env;
-    if (back10s === undefined || back2s === undefined) return;
+    const back6s = fakeClock(t, '-2s')?.env;
+    if (back10s === undefined || back6s === undefined) return;
     const name = randomName();
     const live = await startFrond(leafModeArgs(ZOOKEEPER, name, 7500, tempDir()));
     t.after(() => live.stop('SIGKILL'));
@@ -86,7 +91,7 @@ describe('clocks set back at start (libfaketime, ZooKeeper Leaf layout)', () => 
     const skewRefused = Number(/the clock is (\d+) ms/.exec(refused.stderr)?.[1]);
     assert.ok(Math.abs(skewRefused - 10_000) < 1000, `measured ${skewRefused} ms for a 10 s offset`);
 
-    const within = await startFrond(leafModeArgs(ZOOKEEPER, name, 7502, tempDir()), { env: back2s });
+    const within = await startFrond(leafModeArgs(ZOOKEEPER, name, 7502, tempDir()), { env: back6s });
     t.after(() => within.stop('SIGKILL'));
     const compared = within.logs.find((line) => line.includes('worker.clock_compared'));
     assert.ok(compared);
