@@ -167,7 +167,7 @@ describe('frond serve as a real process', () => {
     const dataDir = tempDir();
     // 8 s ahead, with a start-up wait to match: a start slowed by a loaded machine still finds the
     // clock behind (with 2.5 s, a start that took longer never waited, never got the SIGTERM, and
-    // the test hung to the file's timeout). The node stops once the wait ends (README, Logs).
+    // the test hung to the file's timeout). The node stops once the wait ends (docs/operations.md, Logs).
     writeFileSync(
       join(dataDir, 'snowflake-worker.json'),
       JSON.stringify({ workerId: 4, lastTimestamp: Date.now() + 8_000 }),

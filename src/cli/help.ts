@@ -118,13 +118,15 @@ export function commandsNamed(words: string[]): CommandSpec[] {
   return exact.length > 0 ? exact : COMMANDS.filter((command) => command.name.split(' ')[0] === first);
 }
 
-/** The lines around the README's configuration table. */
+/** The lines around the settings table in docs/configuration.md (the names are older than the move). */
 export const README_TABLE_BEGIN = '<!-- options table: generated from src/cli/option-table.ts -->';
 export const README_TABLE_END = '<!-- end of options table -->';
 
 /**
- * The README's configuration table: one row per entry, every cell from the table. Columns are
- * padded so the Markdown source reads as a table too.
+ * The settings table of docs/configuration.md: one row per entry, every cell from the table.
+ * Columns are padded so the Markdown source reads as a table too. The help texts link docs pages
+ * from the repository's root (`docs/databases.md`), as the terminal shows them; in the table, which
+ * sits in docs/, the same links are made relative to it.
  */
 export function readmeTable(options: readonly OptionEntry[]): string {
   const code = (text: string | null | undefined) => (text ? `\`${text}\`` : '');
@@ -140,7 +142,7 @@ export function readmeTable(options: readonly OptionEntry[]): string {
       code(entry.leafKey),
       defaultOf(entry),
       rangeOf(entry),
-      entry.help,
+      entry.help.replace(/\[docs\/([^\]]*)\]\(docs\//g, '[$1](').replace(/\]\(docs\//g, ']('),
     ]),
   ];
   const widths = (rows[0] as string[]).map((_, column) =>

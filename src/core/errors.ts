@@ -19,7 +19,7 @@ export interface ErrorCodeSpec {
 /**
  * Every failure frond reports has a stable code, and everything that depends on the code is here:
  * its HTTP status, whether a client may retry, whether a failed segment load is final, and the CLI's
- * exit code. The message is for people. A new code needs a row here, in the README's table and in
+ * exit code. The message is for people. A new code needs a row here, in docs/api.md's table and in
  * the SDK's `SERVER_ERROR_CODES` (tests check both).
  */
 export const ERROR_CODES = {
