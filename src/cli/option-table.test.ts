@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { envName } from './option-entry.js';
+import { envName } from '../core/option-entry.js';
 import { COMMANDS, SERVE, SERVE_OPTIONS } from './option-table.js';
 import { parseCommand, type RawValues } from './options.js';
 import { serveConfig } from './serve.js';

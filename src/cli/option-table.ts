@@ -1,4 +1,13 @@
 import { LOG_LEVELS } from '../core/logger.js';
+import {
+  boolean,
+  integer,
+  list,
+  type OptionEntry,
+  oneOf,
+  type SettingsOf,
+  string,
+} from '../core/option-entry.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
@@ -15,7 +24,6 @@ import {
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_MAX_CLOCK_SKEW_MS,
 } from '../worker-ids/worker-id-registry.js';
-import { boolean, integer, list, type OptionEntry, oneOf, type SettingsOf, string } from './option-entry.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
