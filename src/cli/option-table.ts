@@ -18,12 +18,7 @@ import { MAX_WORKERS } from '../server/cluster/cluster.js';
 import { RESERVED_DESCRIPTORS } from '../server/http/http-server.js';
 import { DEFAULT_METRICS_TAGS } from '../server/ops/tag-labels.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
-import {
-  DEFAULT_COORDINATOR_TIMEOUT_MS,
-  DEFAULT_LEAF_TMPDIR,
-  DEFAULT_LEASE_TTL_MS,
-  DEFAULT_MAX_CLOCK_SKEW_MS,
-} from '../worker-ids/worker-id-registry.js';
+import { COORDINATOR_OPTIONS } from '../worker-ids/worker-id-registry.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -48,6 +43,17 @@ export const STORE_OPTIONS = [
     help: 'where `leaf_alloc` lives: `sqlite:PATH`, `postgres://user:pass@host:5432/db` or `mysql://user:pass@host:3306/db` (MySQL and MariaDB); see [docs/databases.md](docs/databases.md)',
   }),
 ] as const;
+
+/** `--worker-id`; with a coordinator's setting, where snowflake mode takes its worker ID from. */
+export const WORKER_ID = integer({
+  name: 'workerId',
+  flag: 'worker-id',
+  default: undefined,
+  min: 0,
+  max: MAX_WORKER_ID,
+  describedDefault: 'kept in the data dir (random on first start)',
+  help: 'snowflake worker ID',
+});
 
 /** Shared by `serve` and `decode`: the IDs of a node decode with the epoch it was started with. */
 const EPOCH = integer({
@@ -87,99 +93,8 @@ export const SERVE_OPTIONS = [
     help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); `PORT` is read when `FROND_PORT` is not set',
   }),
   ...STORE_OPTIONS,
-  integer({
-    name: 'workerId',
-    flag: 'worker-id',
-    default: undefined,
-    min: 0,
-    max: MAX_WORKER_ID,
-    describedDefault: 'kept in the data dir (random on first start)',
-    help: 'snowflake worker ID',
-  }),
-  string({
-    name: 'zk',
-    flag: 'zk',
-    default: undefined,
-    leafKey: 'leaf.snowflake.zk.address',
-    placeholder: 'HOST:PORT[,…]',
-    help: 'ZooKeeper `host:port[,host:port…][/chroot]` for worker IDs',
-  }),
-  string({
-    name: 'etcd',
-    flag: 'etcd',
-    default: undefined,
-    placeholder: 'http://HOST:PORT[,…]',
-    help: 'etcd `http://host:port[,…]` for leased worker IDs',
-  }),
-  string({
-    name: 'name',
-    flag: 'name',
-    default: undefined,
-    describedDefault: 'none (required with `--zk`/`--etcd`)',
-    leafKey: 'leaf.name',
-    placeholder: 'NAME',
-    help: 'paths live under `/snowflake/NAME/`',
-  }),
-  string({
-    name: 'advertise',
-    flag: 'advertise',
-    default: undefined,
-    describedDefault: 'first non-internal IPv4 and the HTTP port',
-    placeholder: 'HOST:PORT',
-    help: "the node's `ip:port` identity in Leaf's layout; set it in containers",
-  }),
-  integer({
-    name: 'advertisePort',
-    flag: 'advertise-port',
-    default: undefined,
-    min: 1,
-    max: 65_535,
-    describedDefault: 'the HTTP port',
-    leafKey: 'leaf.snowflake.port',
-    help: 'only the port of that identity',
-  }),
-  string({
-    name: 'leafTmpdir',
-    flag: 'leaf-tmpdir',
-    default: DEFAULT_LEAF_TMPDIR,
-    describedDefault: "`/tmp` (Java's `java.io.tmpdir` on Linux)",
-    placeholder: 'DIR',
-    help: "Leaf layout: Leaf's own worker cache `DIR/NAME/leafconf/PORT/workerID.properties` is read and kept written, for cutting over from Leaf and rolling back to it; `none`: neither",
-  }),
-  boolean({
-    name: 'workerLease',
-    flag: 'worker-lease',
-    default: false,
-    help: 'lease mode on ZooKeeper (etcd is always lease mode)',
-  }),
-  integer({
-    name: 'workerLeaseTtlMs',
-    flag: 'worker-lease-ttl-ms',
-    default: DEFAULT_LEASE_TTL_MS,
-    // ZooKeeper's floor is 2 ticks (4 s with its default tickTime, 1 s in scripts/services.sh); etcd's is 2 s.
-    min: 1_000,
-    max: 10 * MINUTE,
-    unit: 'ms',
-    help: 'ZooKeeper session timeout or etcd lease TTL',
-  }),
-  integer({
-    name: 'coordinatorTimeoutMs',
-    flag: 'coordinator-timeout-ms',
-    default: DEFAULT_COORDINATOR_TIMEOUT_MS,
-    min: 100,
-    max: 10 * MINUTE,
-    unit: 'ms',
-    help: 'bound on connecting and on every call to ZooKeeper or etcd',
-  }),
-  integer({
-    name: 'clockMaxSkewMs',
-    flag: 'clock-max-skew-ms',
-    default: DEFAULT_MAX_CLOCK_SKEW_MS,
-    min: 0,
-    max: HOUR,
-    unit: 'ms',
-    help: "Leaf layout: refuse to start with a clock further than this from the other live nodes' (0: off)",
-  }),
+  WORKER_ID,
+  ...COORDINATOR_OPTIONS,
   boolean({
     name: 'segment',
     flag: 'no-segment',

@@ -7,10 +7,15 @@ import { type DeclaredOpaqueTag, parseDeclaredOpaqueTag } from '../server/opaque
 import { createPinoLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
 import { startServer } from '../server/start/start-server.js';
-import { type CoordinatorConfig, coordinatorConfig } from '../worker-ids/worker-id-registry.js';
+import {
+  COORDINATOR_BACKENDS,
+  type CoordinatorConfig,
+  coordinatorConfig,
+  flagOfKind,
+} from '../worker-ids/worker-id-registry.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
-import { SERVE, SERVE_OPTIONS, type ServeSettings } from './option-table.js';
-import { parseCommand, parseRaw, type RawValues, usage } from './options.js';
+import { SERVE, SERVE_OPTIONS, type ServeSettings, WORKER_ID } from './option-table.js';
+import { inWords, parseCommand, parseRaw, type RawValues, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
 /** The checks that span settings; each setting's own type and bounds come from the option table. */
@@ -85,7 +90,7 @@ function coordinatorOf(settings: ServeSettings): CoordinatorConfig | undefined {
   // Leaf mode's worker ID belongs to ip:port, which every worker of --workers shares.
   if (config && !config.lease && settings.workers > 1)
     throw usage(
-      '--workers with --zk needs --worker-lease: in Leaf mode ip:port is the worker ID, one per node',
+      `--workers with ${flagOfKind(config.kind)} needs --worker-lease: in Leaf mode ip:port is the worker ID, one per node`,
     );
   return config;
 }
@@ -131,10 +136,12 @@ function asLeafDoes(
   warnings: string[],
 ): ServeSettings {
   const given = (name: string) => sources[name] !== undefined;
-  if (settings.snowflake && !given('zk') && !given('etcd') && !given('workerId'))
+  // A worker ID given, or a coordinator to take one from.
+  const workerIdFrom = [...COORDINATOR_BACKENDS.map((backend) => backend.option), WORKER_ID];
+  if (settings.snowflake && !workerIdFrom.some((entry) => given(entry.name)))
     throw new FrondError(
       'INVALID_CONFIG',
-      `${path}: snowflake mode is on (${given('snowflake') ? 'leaf.snowflake.enable=true' : "leaf.snowflake.enable absent: Leaf's default is on"}) but leaf.snowflake.zk.address is empty, so Leaf would not start; set it, set leaf.snowflake.enable=false, or give --zk, --etcd or --worker-id`,
+      `${path}: snowflake mode is on (${given('snowflake') ? 'leaf.snowflake.enable=true' : "leaf.snowflake.enable absent: Leaf's default is on"}) but leaf.snowflake.zk.address is empty, so Leaf would not start; set it, set leaf.snowflake.enable=false, or give ${inWords(workerIdFrom.map((entry) => `--${entry.flag}`))}`,
     );
   if (settings.segment && !given('store'))
     throw new FrondError(
