@@ -58,9 +58,10 @@ export interface CoordinatorBackend<S extends string = string> {
   readonly kind: string;
   /**
    * The setting that selects it and names its endpoints (`--zk`, `FROND_ZK`, Leaf's key if it has
-   * one): the CLI's option table, `--help` and the README take it from here.
+   * one): the CLI's option table, `--help` and the README take it from here. In no slice: it is
+   * read by `coordinatorConfig`, with the settings every coordinator reads.
    */
-  readonly option: OptionEntry<S, string | undefined>;
+  readonly option: OptionEntry<S, string | undefined, undefined>;
   /** What the endpoint list looks like, for messages: `host:port[,host:port…]`. */
   readonly endpointsUsage: string;
   /** `last`: the list's last endpoint (ZooKeeper's chroot, `host:port/path`, may follow only it). */
