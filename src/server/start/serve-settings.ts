@@ -6,6 +6,7 @@ import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../../core/tag.js';
 import { DEFAULT_FENCE_SKIP } from '../../stores/fencing/fence.js';
+import { STORE_BACKENDS } from '../../stores/store-registry.js';
 import { COORDINATOR_OPTIONS } from '../../worker-ids/worker-id-registry.js';
 import { RESERVED_DESCRIPTORS } from '../http/http-server.js';
 import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
@@ -23,6 +24,12 @@ export type ServeSlice = 'start' | 'listen' | 'access' | 'segment' | 'snowflake'
 
 /** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
 export const MAX_WORKERS = 64;
+
+/** The forms of a `--store` value, as the store registry lists them: `` `sqlite:PATH`, … or `mysql://…` ``. */
+function storeForms(): string {
+  const forms = STORE_BACKENDS.map((backend) => `\`${backend.usage}\``);
+  return forms.length < 2 ? forms.join('') : `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`;
+}
 
 /** Where `leaf_alloc` lives; every command that reaches the store takes these two. */
 export const STORE_OPTIONS = [
@@ -43,7 +50,7 @@ export const STORE_OPTIONS = [
     leafKey: 'leaf.jdbc.url',
     placeholder: 'URL',
     secret: true,
-    help: 'where `leaf_alloc` lives: `sqlite:PATH`, `postgres://user:pass@host:5432/db` or `mysql://user:pass@host:3306/db` (MySQL and MariaDB); see [docs/databases.md](docs/databases.md)',
+    help: `where \`leaf_alloc\` lives: ${storeForms()}; see [docs/databases.md](docs/databases.md)`,
   }),
 ] as const;
 
