@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
+import type { OptionEntry } from '../core/option-entry.js';
 import { storeFromJdbc } from './jdbc-url.js';
-import type { OptionEntry } from './option-entry.js';
 import { didYouMean, type RawValues, turned } from './options.js';
 
 function invalid(message: string): FrondError {

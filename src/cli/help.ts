@@ -1,4 +1,4 @@
-import type { OptionEntry } from './option-entry.js';
+import type { OptionEntry } from '../core/option-entry.js';
 import { COMMANDS, type CommandSpec } from './option-table.js';
 
 /** Usage lines wrap here, well inside an 80-column terminal's second half and a 100-column one. */

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { envName } from './option-entry.js';
+import { envName, type OptionEntry } from '../core/option-entry.js';
+import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
+import { COORDINATOR_OPTIONS } from '../worker-ids/worker-id-registry.js';
 import { COMMANDS, SERVE, SERVE_OPTIONS } from './option-table.js';
 import { parseCommand, type RawValues } from './options.js';
-import { serveConfig } from './serve.js';
+import { serveConfig } from './serve-config.js';
 
 describe('option table', () => {
   it('gives each setting one name, one flag, one variable and one key, derived alike', () => {
@@ -77,6 +79,19 @@ describe('option table', () => {
     const grouped = new Set(['coordinator', 'tls']);
     for (const field of Object.keys(serveConfig(settings)))
       assert.ok(names.has(field as never) || grouped.has(field), `ServeConfig.${field} has no entry`);
+  });
+
+  it('hands every setting of frond serve to the part of the server that reads it', () => {
+    // The coordinator's settings are checked together into `coordinator`; the CLI's own say where settings come from.
+    const coordinator = new Set<OptionEntry>(COORDINATOR_OPTIONS);
+    for (const entry of SERVE_SETTINGS)
+      assert.ok(entry.slice !== undefined || coordinator.has(entry), `--${entry.flag} is in no slice`);
+    assert.deepEqual(
+      SERVE_OPTIONS.filter((entry) => !(SERVE_SETTINGS as readonly OptionEntry[]).includes(entry)).map(
+        (entry) => entry.name,
+      ),
+      ['config', 'leafConfig'],
+    );
   });
 
   it('answers a bad value with one line naming where it came from and what to use', () => {

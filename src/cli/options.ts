@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
-import type { OptionEntry, SettingsOf } from './option-entry.js';
+import type { OptionEntry, SettingsOf } from '../core/option-entry.js';
 import type { CommandSpec } from './option-table.js';
 
 /**

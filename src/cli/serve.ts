@@ -3,92 +3,15 @@ import { systemClock } from '../core/clock.js';
 import { describeError, FrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster/cluster.js';
-import { type DeclaredOpaqueTag, parseDeclaredOpaqueTag } from '../server/opaque/opaque-config.js';
 import { createPinoLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
+import { WORKER_ID } from '../server/start/serve-settings.js';
 import { startServer } from '../server/start/start-server.js';
-import { type CoordinatorConfig, coordinatorConfig } from '../worker-ids/worker-id-registry.js';
+import { COORDINATOR_BACKENDS } from '../worker-ids/worker-id-registry.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
 import { SERVE, SERVE_OPTIONS, type ServeSettings } from './option-table.js';
-import { parseCommand, parseRaw, type RawValues, usage } from './options.js';
-import { storeOf } from './store-options.js';
-
-/** The checks that span settings; each setting's own type and bounds come from the option table. */
-export function serveConfig(settings: ServeSettings): ServeConfig {
-  const { segment, snowflake } = settings;
-  if (!segment && !snowflake) throw usage('--no-segment and --no-snowflake together leave nothing to serve');
-  return {
-    host: settings.host,
-    port: settings.port,
-    store: storeOf(settings),
-    dataDir: settings.dataDir,
-    workerId: settings.workerId,
-    segment,
-    snowflake,
-    // Without snowflake mode the worker-ID flags mean nothing (a leaf.properties may still name ZooKeeper).
-    coordinator: snowflake ? coordinatorOf(settings) : undefined,
-    epoch: settings.epoch,
-    randomSequence: settings.randomSequence,
-    segmentWaitMs: settings.segmentWaitMs,
-    tagRefreshMs: settings.tagRefreshMs,
-    metricsTags: settings.metricsTags,
-    maxStep: settings.maxStep,
-    fenceSkip: settings.fenceSkip,
-    clockToleranceMs: settings.clockToleranceMs,
-    clockStartupWaitMs: settings.clockStartupWaitMs,
-    shutdownTimeoutMs: settings.shutdownTimeoutMs,
-    logLevel: settings.logLevel,
-    tokens: settings.tokens.map((token) => checkedToken(token, '--token')),
-    adminToken:
-      settings.adminToken === undefined ? undefined : checkedToken(settings.adminToken, '--admin-token'),
-    tls: tlsOf(settings),
-    rateLimit: settings.rateLimit,
-    requestTimeoutMs: settings.requestTimeoutMs,
-    maxConnections: settings.maxConnections,
-    opaqueTags: declaredOpaqueTags(settings),
-  };
-}
-
-/** `--opaque-tag TAG=DOMAIN`, each tag once; only segment mode has tags. */
-function declaredOpaqueTags(settings: ServeSettings): DeclaredOpaqueTag[] {
-  const declared = settings.opaqueTags.map((text) => parseDeclaredOpaqueTag(text, '--opaque-tag'));
-  if (declared.length > 0 && !settings.segment)
-    throw usage('--opaque-tag declares segment tags, and --no-segment turns segment mode off: drop one');
-  const seen = new Set<string>();
-  for (const { tag } of declared) {
-    if (seen.has(tag)) throw usage(`--opaque-tag names tag ${tag} twice: give each tag once`);
-    seen.add(tag);
-  }
-  return declared;
-}
-
-/**
- * A token is sent as `Authorization: Bearer T`, which cannot carry whitespace; an empty or blank
- * one would stand for "no token", which for `--token` means open ID endpoints: both stop the start.
- */
-function checkedToken(token: string, flag: string): string {
-  if (token.trim() === '') throw usage(`${flag} is empty or blank: give a token, or leave ${flag} out`);
-  if (/\s/.test(token))
-    throw usage(`${flag} holds whitespace, which Authorization: Bearer cannot carry: use a token without it`);
-  return token;
-}
-
-function tlsOf({ tlsCert, tlsKey }: ServeSettings): { cert: string; key: string } | undefined {
-  if (tlsCert === undefined && tlsKey === undefined) return undefined;
-  if (tlsCert === undefined || tlsKey === undefined) throw usage('--tls-cert and --tls-key go together');
-  return { cert: tlsCert, key: tlsKey };
-}
-
-/** `--zk` / `--etcd` and their companions; undefined: worker IDs from the data dir's file. */
-function coordinatorOf(settings: ServeSettings): CoordinatorConfig | undefined {
-  const config = coordinatorConfig(settings);
-  // Leaf mode's worker ID belongs to ip:port, which every worker of --workers shares.
-  if (config && !config.lease && settings.workers > 1)
-    throw usage(
-      '--workers with --zk needs --worker-lease: in Leaf mode ip:port is the worker ID, one per node',
-    );
-  return config;
-}
+import { inWords, parseCommand, parseRaw, type RawValues } from './options.js';
+import { serveConfig } from './serve-config.js';
 
 /**
  * Flags, then `FROND_*` variables, then `--config FILE` (JSON), then `--leaf-config
@@ -131,10 +54,12 @@ function asLeafDoes(
   warnings: string[],
 ): ServeSettings {
   const given = (name: string) => sources[name] !== undefined;
-  if (settings.snowflake && !given('zk') && !given('etcd') && !given('workerId'))
+  // A worker ID given, or a coordinator to take one from.
+  const workerIdFrom = [...COORDINATOR_BACKENDS.map((backend) => backend.option), WORKER_ID];
+  if (settings.snowflake && !workerIdFrom.some((entry) => given(entry.name)))
     throw new FrondError(
       'INVALID_CONFIG',
-      `${path}: snowflake mode is on (${given('snowflake') ? 'leaf.snowflake.enable=true' : "leaf.snowflake.enable absent: Leaf's default is on"}) but leaf.snowflake.zk.address is empty, so Leaf would not start; set it, set leaf.snowflake.enable=false, or give --zk, --etcd or --worker-id`,
+      `${path}: snowflake mode is on (${given('snowflake') ? 'leaf.snowflake.enable=true' : "leaf.snowflake.enable absent: Leaf's default is on"}) but leaf.snowflake.zk.address is empty, so Leaf would not start; set it, set leaf.snowflake.enable=false, or give ${inWords(workerIdFrom.map((entry) => `--${entry.flag}`))}`,
     );
   if (settings.segment && !given('store'))
     throw new FrondError(
@@ -158,7 +83,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (!cluster.isWorker) for (const message of warnings) logger.log('warn', 'config.warning', { message });
   // `--workers N`: this process becomes the primary of N forked copies of itself (src/server/cluster/cluster.ts).
   if (cluster.isWorker) return runWorker(config, logger, serveUntilSignal);
-  if (settings.workers > 1) return runPrimary(config, settings.workers, logger);
+  if (config.workers > 1) return runPrimary(config, config.workers, logger);
   return serveUntilSignal(config, logger);
 }
 

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
+import type { OptionEntry } from '../core/option-entry.js';
 import type { WorkerIdSource } from '../core/worker-id-source.js';
 
 /** A coordinator and how to use it, once the settings are checked (`coordinatorConfig`). */
@@ -46,18 +47,21 @@ export interface NodeIdentity {
 
 /**
  * A coordinator that hands out worker IDs. Each backend folder exports one; the registry
- * (`worker-id-registry.ts`) lists them, and the settings that select them come from there. A new
- * backend is a folder with a `WorkerIdSource` (or a `LeaseBackend` for `LeaseWorkerIdSource`), this
- * descriptor, one line in the registry, one entry in the CLI's option table for its setting, and
- * the contract suite (`test/worker-id-source.suite.ts`) passing.
+ * (`worker-id-registry.ts`) lists them, and `frond serve` takes each one's option entry from there.
+ * A new backend is a folder with a `WorkerIdSource` (or a `LeaseBackend` for `LeaseWorkerIdSource`),
+ * this descriptor, one line in the registry, and the contract suite
+ * (`test/worker-id-source.suite.ts`) passing. `S` is the name of its setting (`zk`), so the parsed
+ * settings have a typed field for it.
  */
-export interface CoordinatorBackend {
+export interface CoordinatorBackend<S extends string = string> {
   /** In logs, errors and `CoordinatorConfig.kind`. */
   readonly kind: string;
-  /** The setting that selects it and names its endpoints, as in the option table: `zk`. */
-  readonly setting: string;
-  /** Its flag, for messages: `--zk`. */
-  readonly flag: string;
+  /**
+   * The setting that selects it and names its endpoints (`--zk`, `FROND_ZK`, Leaf's key if it has
+   * one): the CLI's option table, `--help` and the README take it from here. In no slice: it is
+   * read by `coordinatorConfig`, with the settings every coordinator reads.
+   */
+  readonly option: OptionEntry<S, string | undefined, undefined>;
   /** What the endpoint list looks like, for messages: `host:port[,host:port…]`. */
   readonly endpointsUsage: string;
   /** `last`: the list's last endpoint (ZooKeeper's chroot, `host:port/path`, may follow only it). */

@@ -12,17 +12,15 @@ const base: CoordinatorFlags = {
   workerLeaseTtlMs: 6000,
   coordinatorTimeoutMs: 3000,
   clockMaxSkewMs: 5000,
+  leafTmpdir: '/tmp',
   workerId: undefined,
   port: 8080,
 };
 
 describe('worker-ID backend registry', () => {
-  it('has an option-table setting and flag for every backend', () => {
-    for (const backend of COORDINATOR_BACKENDS) {
-      const entry = SERVE_OPTIONS.find((option) => option.name === backend.setting);
-      assert.ok(entry, `no option-table entry named ${backend.setting}`);
-      assert.equal(`--${entry.flag}`, backend.flag);
-    }
+  it("puts every backend's own setting into the option table of frond serve", () => {
+    for (const backend of COORDINATOR_BACKENDS)
+      assert.ok(SERVE_OPTIONS.includes(backend.option), `--${backend.option.flag} is not in SERVE_OPTIONS`);
   });
 
   it('picks the backend whose setting is given, and refuses two at once', () => {

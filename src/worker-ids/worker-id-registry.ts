@@ -1,6 +1,8 @@
 import { networkInterfaces } from 'node:os';
 import { FrondError } from '../core/errors.js';
+import type { SettingsOf } from '../core/option-entry.js';
 import type { WorkerIdSource } from '../core/worker-id-source.js';
+import { sharedCoordinatorOptions } from './coordinator-options.js';
 import { etcdBackend } from './etcd/etcd-backend.js';
 import { FileWorkerIdSource } from './file/file-worker-id-source.js';
 import type { CoordinatorBackend, CoordinatorConfig, WorkerSourceContext } from './worker-id-backend.js';
@@ -12,31 +14,35 @@ export type { CoordinatorConfig, WorkerSourceContext } from './worker-id-backend
  * Every coordinator frond can take worker IDs from, one line each. Without one, worker IDs come from
  * the data dir's file (`FileWorkerIdSource`).
  */
-export const COORDINATOR_BACKENDS: readonly CoordinatorBackend[] = [zookeeperBackend, etcdBackend];
+export const COORDINATOR_BACKENDS = [
+  zookeeperBackend,
+  etcdBackend,
+] as const satisfies readonly CoordinatorBackend[];
 
-/** The settings as parsed (named as in the CLI's option table), before their rules are checked. */
-export interface CoordinatorFlags {
-  /** A backend's endpoints, under its `setting` (`zk`, `etcd`). */
-  [setting: string]: unknown;
-  name: string | undefined;
-  advertise: string | undefined;
-  advertisePort: number | undefined;
-  workerLease: boolean;
-  workerLeaseTtlMs: number;
-  coordinatorTimeoutMs: number;
-  clockMaxSkewMs: number;
-  /** Leaf's `java.io.tmpdir` (`none`: Leaf's cache file is neither read nor written). */
-  leafTmpdir?: string;
-  workerId: number | undefined;
-  /** The HTTP port: the identity's port unless advertised. */
-  port: number;
-}
+/** Each backend's own setting, the one that selects it: `--zk`, `--etcd`. */
+const BACKEND_OPTIONS = COORDINATOR_BACKENDS.map((backend) => backend.option);
 
-export const DEFAULT_LEASE_TTL_MS = 6_000;
-export const DEFAULT_COORDINATOR_TIMEOUT_MS = 3_000;
-export const DEFAULT_MAX_CLOCK_SKEW_MS = 5_000;
-/** Java's `java.io.tmpdir` on Linux and macOS servers, where Leaf keeps its worker cache. */
-export const DEFAULT_LEAF_TMPDIR = '/tmp';
+const SHARED_OPTIONS = sharedCoordinatorOptions(
+  BACKEND_OPTIONS.map((option) => `\`--${option.flag}\``).join('/'),
+);
+
+/**
+ * The worker-ID settings of `frond serve`, in the order of its `--help`: each backend's own, then
+ * those every coordinator reads. The CLI's option table takes them from here, so a new backend
+ * brings its flag, variable and help with it.
+ */
+export const COORDINATOR_OPTIONS = [...BACKEND_OPTIONS, ...SHARED_OPTIONS] as const;
+
+/**
+ * The settings as parsed (named as in the option table), before their rules are checked: a
+ * backend's endpoints may be absent (only the chosen backend's are given).
+ */
+export type CoordinatorFlags = Partial<SettingsOf<typeof BACKEND_OPTIONS>> &
+  SettingsOf<typeof SHARED_OPTIONS> & {
+    workerId: number | undefined;
+    /** The HTTP port: the identity's port unless advertised. */
+    port: number;
+  };
 
 function usage(message: string): FrondError {
   return new FrondError('INVALID_ARGUMENT', message);
@@ -45,15 +51,16 @@ function usage(message: string): FrondError {
 /** Checks the worker-ID flags together; undefined means the data dir's file (no coordinator). */
 export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | undefined {
   const chosen = COORDINATOR_BACKENDS.filter((backend) => endpointsOf(flags, backend) !== undefined);
-  const flagList = COORDINATOR_BACKENDS.map((backend) => backend.flag).join(' or ');
-  if (chosen.length > 1) throw usage(`${chosen.map((backend) => backend.flag).join(' and ')}: pick one`);
+  if (chosen.length > 1)
+    throw usage(`${chosen.map((backend) => `--${backend.option.flag}`).join(' and ')}: pick one`);
   const backend = chosen[0];
   if (backend === undefined) {
-    if (flags.workerLease) throw usage(`--worker-lease needs ${flagList}`);
+    if (flags.workerLease)
+      throw usage(`--worker-lease needs ${BACKEND_OPTIONS.map((option) => `--${option.flag}`).join(' or ')}`);
     return undefined;
   }
   const kind = backend.kind;
-  const flag = backend.flag;
+  const flag = `--${backend.option.flag}`;
   if (flags.workerId !== undefined) throw usage(`--worker-id and ${flag}: pick one`);
   const name = flags.name;
   if (name === undefined)
@@ -105,7 +112,7 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
     workerLeaseTtlMs: flags.workerLeaseTtlMs,
     coordinatorTimeoutMs: flags.coordinatorTimeoutMs,
     clockMaxSkewMs: flags.clockMaxSkewMs,
-    leafTmpdir: flags.leafTmpdir === 'none' ? undefined : (flags.leafTmpdir ?? DEFAULT_LEAF_TMPDIR),
+    leafTmpdir: flags.leafTmpdir === 'none' ? undefined : flags.leafTmpdir,
   };
 }
 
@@ -141,6 +148,12 @@ export function openWorkerIdSource(
 
 /** The endpoints `flags` give for `backend`, if any. */
 function endpointsOf(flags: CoordinatorFlags, backend: CoordinatorBackend): string | undefined {
-  const value = flags[backend.setting];
+  const value = (flags as Record<string, unknown>)[backend.option.name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The flag that selects the backend of `kind`: `--zk`. */
+export function flagOfKind(kind: string): string {
+  const backend = COORDINATOR_BACKENDS.find((candidate) => candidate.kind === kind);
+  return backend === undefined ? kind : `--${backend.option.flag}`;
 }

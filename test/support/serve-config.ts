@@ -1,4 +1,5 @@
-import { parseServeArgs, serveConfig } from '../../src/cli/serve.js';
+import { parseServeArgs } from '../../src/cli/serve.js';
+import { serveConfig } from '../../src/cli/serve-config.js';
 import type { ServeConfig } from '../../src/server/start/serve-config.js';
 
 /**

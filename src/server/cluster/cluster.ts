@@ -12,9 +12,6 @@ import { aggregateFor } from './aggregate.js';
 import { type AggregateAsk, ASK, type Assignment } from './messages.js';
 import { workerLink } from './worker-link.js';
 
-/** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
-export const MAX_WORKERS = 64;
-
 /**
  * Worker i keeps its lock, worker-ID file and segment high-water in `<data-dir>/worker-<i>`; the
  * store is shared. The high-water is the node's: `HighWaterFile` finds the other workers' files by

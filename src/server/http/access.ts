@@ -1,13 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { FrondError } from '../../core/errors.js';
+import type { AccessConfig } from '../start/serve-config.js';
 
-export interface AccessOptions {
-  /** Tokens that may ask for IDs; empty: ID endpoints are open. */
-  tokens: readonly string[];
-  /** The token of the admin API; undefined: the admin API answers only on loopback. */
-  adminToken: string | undefined;
-}
+/**
+ * `--token` (empty: ID endpoints are open) and `--admin-token` (undefined: the admin API answers
+ * only on loopback), as checked at start.
+ */
+export type AccessOptions = Pick<AccessConfig, 'tokens' | 'adminToken'>;
 
 /**
  * Compares in constant time: both sides are hashed first, so neither the length nor the first

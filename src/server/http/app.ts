@@ -1,11 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../core/logger.js';
-import type { SegmentAllocator } from '../../core/segment-allocator.js';
-import type { SnowflakeService } from '../../core/snowflake-service.js';
-import type { TagStore } from '../../core/tag-admin.js';
-import { createIdHandlers } from '../ids/id-handlers.js';
+import { createIdHandlers, type IdHandlerDeps } from '../ids/id-handlers.js';
 import { type LeafErrorKind, sendLeafError } from '../leaf/leaf-errors.js';
-import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { createOpsHandlers, type OpsDeps } from '../ops/ops-handlers.js';
 import type { AccessOptions } from './access.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -16,17 +12,10 @@ import type { RouteLabel } from './route-label.js';
 import { routeTable } from './route-table.js';
 import { createRouter } from './router.js';
 
-export interface AppDeps {
-  /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
-  segment: SegmentAllocator<TagStore> | undefined;
-  /** Absent when snowflake mode is off (`--no-snowflake`). */
-  snowflake: SnowflakeService | undefined;
-  /** Which tags are opaque; every tag is plain when absent (tests). */
-  opaque?: OpaqueTags | undefined;
-  /** The epoch used to decode IDs, also when snowflake mode is off. */
-  epoch: number;
+/** The ID handlers' modes, epoch and clock, and what the routes around them need. */
+export interface AppDeps extends IdHandlerDeps {
   logger: Logger;
-  /** Tokens for the ID endpoints and the admin API; open when absent. */
+  /** Tokens for the ID endpoints and the admin API (`AccessConfig`); open when absent. */
   access?: AccessOptions;
   /** Requests per second per client; no limit when absent. */
   rateLimiter?: RateLimiter | undefined;
@@ -34,8 +23,6 @@ export interface AppDeps {
   observer?: RequestObserver;
   /** Metrics, dashboard, readiness and the admin API; absent in the smallest setups and tests. */
   ops?: OpsDeps;
-  /** The time of a Leaf error body (Spring Boot's `timestamp`); the system clock when absent. */
-  now?: () => number;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;

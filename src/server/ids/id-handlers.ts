@@ -8,20 +8,23 @@ import type { LeafErrorKind } from '../leaf/leaf-errors.js';
 import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { TagIssuer } from '../opaque/tag-issuer.js';
 import { FROND_VERSION } from '../ops/version.js';
+import type { SnowflakeConfig } from '../start/serve-config.js';
 import { idModes } from './id-modes.js';
 import { createLeafHandlers, type LeafHandlers } from './leaf-handlers.js';
 import { createV1Handlers, type V1Handlers } from './v1-handlers.js';
 
-export interface IdHandlerDeps {
-  /** Absent when segment mode is off (`--no-segment`). */
+/** `epoch` (`--epoch`) decodes IDs, also when snowflake mode is off. */
+export interface IdHandlerDeps extends Pick<SnowflakeConfig, 'epoch'> {
+  /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
   segment: SegmentAllocator<TagStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
-  /** The epoch used to decode IDs, also when snowflake mode is off. */
-  epoch: number;
   /** Which tags are opaque (`opaque/opaque-tags.ts`); every tag is plain when absent. */
   opaque?: OpaqueTags | undefined;
-  /** The time a built `/cache` or `/db` page is kept by; the system clock when absent. */
+  /**
+   * The node's clock: what a built `/cache` or `/db` page is kept by, and a Leaf error body's time
+   * (Spring Boot's `timestamp`); the system clock when absent.
+   */
   now?: () => number;
   /** `/readyz`'s answer, which `/healthz` reports without acting on it. */
   ops?: { readiness(): { ready: boolean } } | undefined;

@@ -8,7 +8,7 @@ import {
   descriptorLimit,
   RESERVED_DESCRIPTORS,
 } from '../http/http-server.js';
-import type { ServeConfig } from './serve-config.js';
+import type { ListenConfig } from './serve-config.js';
 
 /** The node's HTTP server once it listens, with the connection cap it took. */
 export interface Listening {
@@ -25,7 +25,7 @@ export interface Listening {
  */
 export async function listen(
   handler: Handler,
-  config: ServeConfig,
+  config: ListenConfig,
   tls: { cert: Buffer; key: Buffer } | undefined,
   logger: Logger,
 ): Promise<Listening> {

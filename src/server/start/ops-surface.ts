@@ -4,10 +4,9 @@ import { Metrics } from '../ops/metrics.js';
 import type { OpsDeps } from '../ops/ops-handlers.js';
 import { readiness } from '../ops/readiness.js';
 import { StatsSampler } from '../ops/stats-sampler.js';
-import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
 import type { Cleanups } from './cleanups.js';
 import type { SegmentMode } from './segment-mode.js';
-import type { ServeConfig } from './serve-config.js';
+import type { OpsConfig } from './serve-config.js';
 
 /** What the people who run the node read: the sampler behind `/v1/stats` and the dashboard, and `/metrics`. */
 export interface OpsSurface {
@@ -19,11 +18,9 @@ export interface OpsSurface {
  * Made before the modes open: the allocator reports its segment loads to `metrics`, and a
  * `--workers` process offers its numbers to the others from the start.
  */
-export function openOpsSurface(config: ServeConfig, clock: Clock): OpsSurface {
+export function openOpsSurface(config: OpsConfig, clock: Clock): OpsSurface {
   // The sampler's pass over every tag yields between slices (setImmediate), so ID requests are answered in between.
-  const stats = new StatsSampler(clock, { metricsTags: config.metricsTags ?? DEFAULT_METRICS_TAGS }, (next) =>
-    setImmediate(next),
-  );
+  const stats = new StatsSampler(clock, { metricsTags: config.metricsTags }, (next) => setImmediate(next));
   const metrics = new Metrics(stats);
   config.cluster?.provide({
     metrics: () => metrics.registry.getMetricsAsJSON(),
@@ -38,7 +35,7 @@ export function openOpsSurface(config: ServeConfig, clock: Clock): OpsSurface {
  */
 export function startOpsSurface(
   ops: OpsSurface,
-  config: ServeConfig,
+  config: OpsConfig,
   segment: SegmentMode | undefined,
   snowflake: SnowflakeService | undefined,
   cleanups: Cleanups,

@@ -10,7 +10,7 @@ import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
 import { OpaqueTags } from '../opaque/opaque-tags.js';
 import type { Cleanups } from './cleanups.js';
-import type { ServeConfig } from './serve-config.js';
+import type { SegmentConfig, StartConfig } from './serve-config.js';
 
 /** Segment mode, open: the fenced store, the allocator on it, and which of its tags are opaque. */
 export interface SegmentMode {
@@ -26,7 +26,7 @@ export interface SegmentMode {
  * secret and the declared opaque tags; each step's close goes into `cleanups` as soon as it opened.
  */
 export async function openSegmentMode(
-  config: ServeConfig,
+  config: SegmentConfig & Pick<StartConfig, 'dataDir'>,
   clock: Clock,
   logger: Logger,
   observer: CoreObserver,

@@ -3,14 +3,14 @@ import type { Logger } from '../../core/logger.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from '../../core/snowflake-service.js';
 import { openWorkerIdSource } from '../../worker-ids/worker-id-registry.js';
 import type { Cleanups } from './cleanups.js';
-import type { ServeConfig } from './serve-config.js';
+import type { ListenConfig, SnowflakeConfig, StartConfig } from './serve-config.js';
 
 /**
  * Starts snowflake mode: a worker ID from the coordinator (`--zk`, `--etcd`) or the data dir's
  * file, and the generator on it; its close goes into `cleanups`.
  */
 export async function openSnowflakeMode(
-  config: ServeConfig,
+  config: SnowflakeConfig & Pick<StartConfig, 'dataDir'> & Pick<ListenConfig, 'port'>,
   clock: Clock,
   logger: Logger,
   cleanups: Cleanups,

@@ -9,7 +9,7 @@ import { lockDataDir } from './data-dir-lock.js';
 import { closeHttp, listen } from './listen.js';
 import { openOpsSurface, startOpsSurface } from './ops-surface.js';
 import { openSegmentMode } from './segment-mode.js';
-import type { ServeConfig } from './serve-config.js';
+import type { ListenConfig, ServeConfig } from './serve-config.js';
 import { openSnowflakeMode } from './snowflake-mode.js';
 
 export interface RunningServer {
@@ -44,7 +44,7 @@ export async function startServer(
       logger,
       // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
       now: () => clock.now(),
-      access: { tokens: config.tokens, adminToken: config.adminToken },
+      access: config,
       rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
       observer: ops.metrics,
       ops: opsDeps,
@@ -70,7 +70,7 @@ export async function startServer(
  */
 function closeOnce(
   server: Server,
-  config: ServeConfig,
+  config: Pick<ListenConfig, 'shutdownTimeoutMs'>,
   cleanups: Cleanups,
   logger: Logger,
 ): () => Promise<void> {

@@ -1,14 +1,21 @@
 import { performance } from 'node:perf_hooks';
+import { string } from '../../core/option-entry.js';
 import { leaseSource } from '../lease/lease-options.js';
 import type { CoordinatorBackend } from '../worker-id-backend.js';
 import { LEAF_REPORT_EVERY_MS, ZooKeeperLeafWorkerIdSource } from './leaf-worker-id-source.js';
 import { ZooKeeperLeaseBackend } from './zookeeper-lease-backend.js';
 
 /** ZooKeeper: Leaf's persistent layout, or lease mode with `--worker-lease`. */
-export const zookeeperBackend: CoordinatorBackend = {
+export const zookeeperBackend: CoordinatorBackend<'zk'> = {
   kind: 'zookeeper',
-  setting: 'zk',
-  flag: '--zk',
+  option: string({
+    name: 'zk',
+    flag: 'zk',
+    default: undefined,
+    leafKey: 'leaf.snowflake.zk.address',
+    placeholder: 'HOST:PORT[,…]',
+    help: 'ZooKeeper `host:port[,host:port…][/chroot]` for worker IDs',
+  }),
   endpointsUsage: 'host:port[,host:port…][/chroot]',
   // A chroot after the last server, as ZooKeeper's own connect string (and so Leaf's
   // leaf.snowflake.zk.address, handed to Curator as it is): every path is then under it.

@@ -2,12 +2,23 @@
 export type OptionType = 'string' | 'integer' | 'boolean' | 'list' | 'enum';
 
 /**
- * One setting, everything about it in one place. `name` is the one name of the value at every
- * layer: the field of `Settings`, of `ServeConfig`, of the core's options and of `CoordinatorFlags`.
- * `V` only carries the value's type, for `SettingsOf`.
+ * One setting, everything about it in one place: plain data, so the layer that reads a setting can
+ * declare it (a worker-ID backend its `--zk`, the server its `--segment-wait-ms`) and the CLI only
+ * collects the entries. `name` is the one name of the value at every layer: the field of the
+ * parsed settings, of `ServeConfig`, of the core's options and of `CoordinatorFlags`. `V` only
+ * carries the value's type, for `SettingsOf`; `S` is the slice the entry belongs to, for `SliceOf`.
  */
-export interface OptionEntry<N extends string = string, V = unknown> {
+export interface OptionEntry<
+  N extends string = string,
+  V = unknown,
+  S extends string | undefined = string | undefined,
+> {
   readonly name: N;
+  /**
+   * The part of the program the value is handed to (`listen`, `segment`): `SliceOf` types that
+   * part's settings from the entries of its slice. Undefined: read where it is parsed.
+   */
+  readonly slice: S;
   /** The flag without `--`. A boolean that is on by default has a `no-…` flag (`negated`) that turns it off. */
   readonly flag: string;
   /** The flag sets the value to false: `--no-segment` is `segment: false`, and so are its variable and key. */
@@ -54,15 +65,33 @@ export type SettingsOf<T extends readonly OptionEntry[]> = {
   [E in T[number] as E['name']]: E extends OptionEntry<string, infer V> ? V : never;
 };
 
+/** The values of the entries of one slice of a table, by name: what the part of the program named `S` reads. */
+export type SliceOf<T extends readonly OptionEntry[], S extends string> = SettingsOf<
+  readonly Extract<T[number], { readonly slice: S }>[]
+>;
+
+/** The values of one slice, taken from all the values of a table. */
+export function sliceOf<const T extends readonly OptionEntry[], S extends string>(
+  table: T,
+  slice: S,
+  settings: SettingsOf<T>,
+): SliceOf<T, S> {
+  const all = settings as Record<string, unknown>;
+  const picked = table.filter((entry) => entry.slice === slice).map((entry) => [entry.name, all[entry.name]]);
+  return Object.fromEntries(picked) as SliceOf<T, S>;
+}
+
 /** `--data-dir` is `FROND_DATA_DIR`. */
 export function envName(flag: string): string {
   return `FROND_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
 
 /** The fields an entry may leave out; they follow from its flag. */
-interface Common<N extends string> {
+interface Common<N extends string, S extends string | undefined> {
   name: N;
   flag: string;
+  /** See `OptionEntry.slice`. */
+  slice?: S;
   help: string;
   /** false: no environment variable (options of one command, like `tag add --step`). */
   env?: false;
@@ -78,13 +107,14 @@ interface Common<N extends string> {
   placeholder?: string;
 }
 
-function entry<N extends string, V>(
-  spec: Common<N>,
+function entry<N extends string, V, S extends string | undefined>(
+  spec: Common<N, S>,
   type: OptionType,
-  rest: Partial<OptionEntry<N, V>>,
-): OptionEntry<N, V> {
+  rest: Partial<OptionEntry<N, V, S>>,
+): OptionEntry<N, V, S> {
   return {
     name: spec.name,
+    slice: spec.slice as S,
     flag: spec.flag,
     negated: false,
     env: spec.env === false ? null : envName(spec.flag),
@@ -107,9 +137,13 @@ function entry<N extends string, V>(
 }
 
 /** An integer within `min`–`max`; without a default it may be absent. */
-export function integer<const N extends string, D extends number | undefined>(
-  spec: Common<N> & { default: D; min: number; max: number | 'now' },
-): OptionEntry<N, D extends number ? number : number | undefined> {
+export function integer<
+  const N extends string,
+  D extends number | undefined,
+  const S extends string | undefined = undefined,
+>(
+  spec: Common<N, S> & { default: D; min: number; max: number | 'now' },
+): OptionEntry<N, D extends number ? number : number | undefined, S> {
   return entry(spec, 'integer', {
     default: spec.default as unknown as D extends number ? number : number | undefined,
     min: spec.min,
@@ -119,9 +153,13 @@ export function integer<const N extends string, D extends number | undefined>(
 }
 
 /** A string; without a default it may be absent. */
-export function string<const N extends string, D extends string | undefined>(
-  spec: Common<N> & { default: D; maxLength?: number },
-): OptionEntry<N, D extends string ? string : string | undefined> {
+export function string<
+  const N extends string,
+  D extends string | undefined,
+  const S extends string | undefined = undefined,
+>(
+  spec: Common<N, S> & { default: D; maxLength?: number },
+): OptionEntry<N, D extends string ? string : string | undefined, S> {
   return entry(spec, 'string', {
     default: spec.default as unknown as D extends string ? string : string | undefined,
     maxLength: spec.maxLength,
@@ -129,9 +167,11 @@ export function string<const N extends string, D extends string | undefined>(
 }
 
 /** One of `values`. */
-export function oneOf<const N extends string, const T extends readonly string[]>(
-  spec: Common<N> & { values: T; default: T[number] },
-): OptionEntry<N, T[number]> {
+export function oneOf<
+  const N extends string,
+  const T extends readonly string[],
+  const S extends string | undefined = undefined,
+>(spec: Common<N, S> & { values: T; default: T[number] }): OptionEntry<N, T[number], S> {
   return entry(spec, 'enum', { default: spec.default, values: spec.values });
 }
 
@@ -139,13 +179,15 @@ export function oneOf<const N extends string, const T extends readonly string[]>
  * A switch. Default off: `--flag` turns it on. Default on: the flag is `--no-…` and turns it off
  * (its variable and config key then say true to turn it off, as the flag does).
  */
-export function boolean<const N extends string>(
-  spec: Common<N> & { default: boolean },
-): OptionEntry<N, boolean> {
+export function boolean<const N extends string, const S extends string | undefined = undefined>(
+  spec: Common<N, S> & { default: boolean },
+): OptionEntry<N, boolean, S> {
   return entry(spec, 'boolean', { default: spec.default, negated: spec.default });
 }
 
 /** A list of strings: the flag repeated, a comma list in the environment, a JSON list in a file. */
-export function list<const N extends string>(spec: Common<N>): OptionEntry<N, string[]> {
+export function list<const N extends string, const S extends string | undefined = undefined>(
+  spec: Common<N, S>,
+): OptionEntry<N, string[], S> {
   return entry(spec, 'list', { default: [] });
 }

@@ -1,0 +1,318 @@
+import { LOG_LEVELS } from '../../core/logger.js';
+import { boolean, integer, list, type OptionEntry, oneOf, string } from '../../core/option-entry.js';
+import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../../core/segment-allocator.js';
+import { LEAF_STEP_RULES } from '../../core/segment-step.js';
+import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import { DEFAULT_SNOWFLAKE_OPTIONS } from '../../core/snowflake-service.js';
+import { MAX_TABLE_STEP } from '../../core/tag.js';
+import { DEFAULT_FENCE_SKIP } from '../../stores/fencing/fence.js';
+import { STORE_BACKENDS } from '../../stores/store-registry.js';
+import { COORDINATOR_OPTIONS } from '../../worker-ids/worker-id-registry.js';
+import { RESERVED_DESCRIPTORS } from '../http/http-server.js';
+import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/**
+ * The parts of the server a setting is handed to, each typed from its entries in `serve-config.ts`:
+ * `start` how the node is put together (`startServer`, `frond serve`), `listen` HTTP and its
+ * shutdown, `access` who may ask and how often, `segment` and `snowflake` the two modes, `ops`
+ * what operators read.
+ */
+export type ServeSlice = 'start' | 'listen' | 'access' | 'segment' | 'snowflake' | 'ops';
+
+/** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
+export const MAX_WORKERS = 64;
+
+/** The forms of a `--store` value, as the store registry lists them: `` `sqlite:PATH`, … or `mysql://…` ``. */
+function storeForms(): string {
+  const forms = STORE_BACKENDS.map((backend) => `\`${backend.usage}\``);
+  return forms.length < 2 ? forms.join('') : `${forms.slice(0, -1).join(', ')} or ${forms.at(-1)}`;
+}
+
+/** Where `leaf_alloc` lives; every command that reaches the store takes these two. */
+export const STORE_OPTIONS = [
+  string({
+    name: 'dataDir',
+    slice: 'start',
+    flag: 'data-dir',
+    default: './data',
+    placeholder: 'PATH',
+    help: "the node's own files: SQLite database (by default), worker ID and recorded timestamp, pid file",
+  }),
+  string({
+    name: 'store',
+    slice: 'segment',
+    flag: 'store',
+    default: undefined,
+    describedDefault: '`sqlite:<data-dir>/frond.db`',
+    leafKey: 'leaf.jdbc.url',
+    placeholder: 'URL',
+    secret: true,
+    help: `where \`leaf_alloc\` lives: ${storeForms()}; see [docs/databases.md](docs/databases.md)`,
+  }),
+] as const;
+
+/** `--worker-id`; with a coordinator's setting, where snowflake mode takes its worker ID from. */
+export const WORKER_ID = integer({
+  name: 'workerId',
+  slice: 'snowflake',
+  flag: 'worker-id',
+  default: undefined,
+  min: 0,
+  max: MAX_WORKER_ID,
+  describedDefault: 'kept in the data dir (random on first start)',
+  help: 'snowflake worker ID',
+});
+
+/** Shared by `serve` and `decode`: the IDs of a node decode with the epoch it was started with. */
+export const EPOCH = integer({
+  name: 'epoch',
+  slice: 'snowflake',
+  flag: 'epoch',
+  default: DEFAULT_SNOWFLAKE_OPTIONS.epoch,
+  min: 0,
+  max: 'now',
+  unit: 'ms',
+  placeholder: 'MS',
+  help: "snowflake epoch in ms since 1970 (Leaf's); also used to decode",
+});
+
+/**
+ * Every setting the server reads, in the order of `frond serve --help` and the README; the CLI adds
+ * only where settings come from (`--config`, `--leaf-config`). Each entry names its slice, the
+ * part of the server it is handed to (`serve-config.ts` types the slices from here); the
+ * coordinator's settings have none: they are checked together into `SnowflakeConfig.coordinator`.
+ * Defaults of the core's settings are the core's own (`DEFAULT_SNOWFLAKE_OPTIONS`, …), so the core
+ * stays the source.
+ */
+export const SERVE_SETTINGS = [
+  string({
+    name: 'host',
+    slice: 'listen',
+    flag: 'host',
+    default: '127.0.0.1',
+    describedDefault: '`127.0.0.1`; with `--leaf-config`, `0.0.0.0` as Leaf (logged)',
+    leafKey: 'server.address',
+    placeholder: 'HOST',
+    help: 'address to listen on (`0.0.0.0` for all)',
+  }),
+  integer({
+    name: 'port',
+    slice: 'listen',
+    flag: 'port',
+    default: 8080,
+    min: 0,
+    max: 65_535,
+    leafKey: 'server.port',
+    // The platforms' convention (Heroku, Cloud Run, Render…): they say the port in PORT.
+    platformEnv: 'PORT',
+    help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); `PORT` is read when `FROND_PORT` is not set',
+  }),
+  ...STORE_OPTIONS,
+  WORKER_ID,
+  ...COORDINATOR_OPTIONS,
+  boolean({
+    name: 'segment',
+    slice: 'start',
+    flag: 'no-segment',
+    default: true,
+    leafKey: 'leaf.segment.enable',
+    describedDefault: 'segment mode on',
+    help: 'switch segment mode off',
+  }),
+  boolean({
+    name: 'snowflake',
+    slice: 'start',
+    flag: 'no-snowflake',
+    default: true,
+    leafKey: 'leaf.snowflake.enable',
+    describedDefault: 'snowflake mode on',
+    help: 'switch snowflake mode off',
+  }),
+  EPOCH,
+  boolean({
+    name: 'randomSequence',
+    slice: 'snowflake',
+    flag: 'no-random-sequence',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.randomSequence,
+    describedDefault: 'random start on',
+    help: "start each millisecond's sequence at 0 instead of a random 0–99",
+  }),
+  integer({
+    name: 'segmentWaitMs',
+    slice: 'segment',
+    flag: 'segment-wait-ms',
+    default: DEFAULT_SEGMENT_ALLOCATOR_OPTIONS.segmentWaitMs,
+    min: 1,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'how long a request waits for a segment when both buffers are empty',
+  }),
+  integer({
+    name: 'tagRefreshMs',
+    slice: 'segment',
+    flag: 'tag-refresh-ms',
+    default: DEFAULT_SEGMENT_ALLOCATOR_OPTIONS.tagRefreshMs,
+    // Below 100 ms the tag list would be read more often than a busy node loads segments.
+    min: 100,
+    max: 24 * HOUR,
+    unit: 'ms',
+    help: 'how often the tag list is re-read',
+  }),
+  integer({
+    name: 'metricsTags',
+    slice: 'ops',
+    flag: 'metrics-tags',
+    default: DEFAULT_METRICS_TAGS,
+    // 0 puts every tag under tag="(other)"; 10,000 series per metric is already more than one scrape should carry.
+    min: 0,
+    max: 10_000,
+    unit: 'tags',
+    help: 'how many of the busiest tags get their own tag label in /metrics; the rest are added up as tag="(other)"',
+  }),
+  integer({
+    name: 'maxStep',
+    slice: 'segment',
+    flag: 'max-step',
+    default: LEAF_STEP_RULES.maxStep,
+    min: 1,
+    max: MAX_TABLE_STEP,
+    help: 'upper bound of the dynamic step',
+  }),
+  integer({
+    name: 'fenceSkip',
+    slice: 'segment',
+    flag: 'fence-skip',
+    default: DEFAULT_FENCE_SKIP,
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    help: 'IDs a fence adds to every tag when the database may have lost grants (a failover, a restore); see [docs/databases.md](docs/databases.md#failover-restore-and-split-brain)',
+  }),
+  integer({
+    name: 'clockToleranceMs',
+    slice: 'snowflake',
+    flag: 'clock-tolerance-ms',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.clockToleranceMs,
+    min: 0,
+    // A request may wait twice this (as Leaf); past 1 s a caller is better served by an error.
+    max: 1_000,
+    unit: 'ms',
+    help: 'a clock step back up to this is waited out while running',
+  }),
+  integer({
+    name: 'clockStartupWaitMs',
+    slice: 'snowflake',
+    flag: 'clock-startup-wait-ms',
+    default: DEFAULT_SNOWFLAKE_OPTIONS.clockStartupWaitMs,
+    min: 0,
+    max: HOUR,
+    unit: 'ms',
+    help: 'at start, a clock behind the recorded timestamp by up to this is waited for; more refuses to start',
+  }),
+  integer({
+    name: 'shutdownTimeoutMs',
+    slice: 'listen',
+    flag: 'shutdown-timeout-ms',
+    default: 10_000,
+    min: 0,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'on SIGTERM, how long requests in flight may take before connections are cut',
+  }),
+  oneOf({
+    name: 'logLevel',
+    slice: 'start',
+    flag: 'log-level',
+    values: LOG_LEVELS,
+    default: 'info',
+    placeholder: 'LEVEL',
+    help: 'the least severe log events written',
+  }),
+  integer({
+    name: 'workers',
+    slice: 'start',
+    flag: 'workers',
+    default: 1,
+    min: 1,
+    max: MAX_WORKERS,
+    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`: IDs stay unique, but increase per process, not per URL (see Running in production)',
+  }),
+  list({
+    name: 'tokens',
+    slice: 'access',
+    flag: 'token',
+    describedDefault: 'none: ID endpoints open',
+    placeholder: 'T',
+    secret: true,
+    help: 'a token that may ask for IDs; repeat the flag for several (a value is never split; `FROND_TOKEN` is a comma list); an empty or blank one stops the start',
+  }),
+  list({
+    name: 'opaqueTags',
+    slice: 'segment',
+    flag: 'opaque-tag',
+    describedDefault: 'none',
+    placeholder: 'TAG=DOMAIN',
+    help: 'a tag that serves opaque IDs (`order=digits:11`, `user=bits:53`): created opaque at start if missing, checked if present (a plain tag or another domain stops the start); repeat the flag for several; needs FROND_OPAQUE_SECRET(_FILE)',
+  }),
+  string({
+    name: 'adminToken',
+    slice: 'access',
+    flag: 'admin-token',
+    default: undefined,
+    describedDefault: 'none: admin API on loopback only',
+    placeholder: 'T',
+    secret: true,
+    help: 'the token of the admin API',
+  }),
+  integer({
+    name: 'rateLimit',
+    slice: 'access',
+    flag: 'rate-limit',
+    default: 0,
+    min: 0,
+    max: 10_000_000,
+    unit: 'requests/s',
+    describedDefault: '`0` (off)',
+    help: 'requests per second per client address; more answer 429',
+  }),
+  integer({
+    name: 'maxConnections',
+    slice: 'listen',
+    flag: 'max-connections',
+    default: undefined,
+    min: 1,
+    max: 1_000_000,
+    describedDefault: `the file-descriptor limit (\`ulimit -n\`, read at start) less ${RESERVED_DESCRIPTORS}`,
+    help: 'connections held at once per process; more are closed as they arrive, so the node never runs out of file descriptors',
+  }),
+  integer({
+    name: 'requestTimeoutMs',
+    slice: 'listen',
+    flag: 'request-timeout-ms',
+    default: 30_000,
+    min: 100,
+    max: 10 * MINUTE,
+    unit: 'ms',
+    help: 'a request (headers and body) that takes longer to arrive is answered 408 and its connection closed',
+  }),
+  string({
+    name: 'tlsCert',
+    slice: 'listen',
+    flag: 'tls-cert',
+    default: undefined,
+    describedDefault: 'plain HTTP',
+    placeholder: 'PEM',
+    help: 'PEM certificate: with `--tls-key` the node speaks HTTPS',
+  }),
+  string({
+    name: 'tlsKey',
+    slice: 'listen',
+    flag: 'tls-key',
+    default: undefined,
+    describedDefault: 'plain HTTP',
+    placeholder: 'PEM',
+    help: 'PEM key of `--tls-cert`',
+  }),
+] as const satisfies readonly OptionEntry<string, unknown, ServeSlice | undefined>[];
