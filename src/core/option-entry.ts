@@ -42,7 +42,7 @@ export interface OptionEntry<
   readonly type: OptionType;
   /** The value when nothing sets it; undefined: no value (`describedDefault` says what happens then). */
   readonly default: V | undefined;
-  /** The default in words, for help and the README, when it is not a plain value. */
+  /** The default in words, for help and docs/configuration.md, when it is not a plain value. */
   readonly describedDefault: string | undefined;
   readonly min: number | undefined;
   /** `'now'`: the current time in ms since 1970 (an epoch cannot lie in the future). */
@@ -54,7 +54,7 @@ export interface OptionEntry<
   readonly unit: string | undefined;
   /** The value in a usage line: `--port N`. */
   readonly placeholder: string;
-  /** One line for `--help` and the README. */
+  /** One line for `--help` and docs/configuration.md. */
   readonly help: string;
   /** Never set: carries the value's type. */
   readonly valueType?: V;

@@ -58,7 +58,7 @@ export interface CoordinatorBackend<S extends string = string> {
   readonly kind: string;
   /**
    * The setting that selects it and names its endpoints (`--zk`, `FROND_ZK`, Leaf's key if it has
-   * one): the CLI's option table, `--help` and the README take it from here. In no slice: it is
+   * one): the CLI's option table, `--help` and docs/configuration.md take it from here. In no slice: it is
    * read by `coordinatorConfig`, with the settings every coordinator reads.
    */
   readonly option: OptionEntry<S, string | undefined, undefined>;

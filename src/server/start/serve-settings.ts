@@ -80,7 +80,7 @@ export const EPOCH = integer({
 });
 
 /**
- * Every setting the server reads, in the order of `frond serve --help` and the README; the CLI adds
+ * Every setting the server reads, in the order of `frond serve --help` and docs/configuration.md's table; the CLI adds
  * only where settings come from (`--config`, `--leaf-config`). Each entry names its slice, the
  * part of the server it is handed to (`serve-config.ts` types the slices from here); the
  * coordinator's settings have none: they are checked together into `SnowflakeConfig.coordinator`.
@@ -237,7 +237,7 @@ export const SERVE_SETTINGS = [
     default: 1,
     min: 1,
     max: MAX_WORKERS,
-    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`: IDs stay unique, but increase per process, not per URL (see Running in production)',
+    help: 'run N processes on one port (node:cluster), each a full node with its own worker ID and its files in `<data-dir>/worker-<i>`: IDs stay unique, but increase per process, not per URL (see docs/operations.md)',
   }),
   list({
     name: 'tokens',
