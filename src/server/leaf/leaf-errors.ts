@@ -27,8 +27,9 @@ import type { Logger } from '../../core/logger.js';
  *   with `"message":"No message available"` and no `exception`.
  *
  * What Leaf does not have is decided here and documented in docs/leaf-compatibility.md and
- * docs/api.md: on the segment route every failure other than an unknown tag is -3 (no IDs can be given now); on the snowflake route a clock
- * behind by no more than `--clock-tolerance-ms` after the wait is -1, by more -3, and every other
+ * docs/api.md: on the segment route every failure other than an unknown tag is -3 (no IDs can be
+ * given now); on the snowflake route a clock behind by no more than `--clock-tolerance-ms` after
+ * the wait is -1, by more -3, and every other
  * failure (worker ID lost, timestamp not recorded, shutting down) is -1, Leaf's "not initialized".
  * frond's own refusals (a token, the rate limit, a mode turned off) keep their status, in the same
  * Spring Boot shape.
