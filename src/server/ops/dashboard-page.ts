@@ -121,7 +121,7 @@ function draw(stats) {
   sub('reqSub', span + '; probes, /metrics and this page not counted');
   set('errRate', fmt1.format(req.errorsPerSecond), req.errorsPerSecond > 0 ? 'bad' : '');
   // By code, the most frequent first: TAG_NOT_FOUND 0.4/s, INVALID_TAG 0.1/s.
-  const byCode = Object.entries(req.errorsPerSecondByCode || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const byCode = Object.entries(req.errorsPerSecondByCode).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   sub('errSub', byCode.length
     ? byCode.map(([code, rate]) => code + ' ' + fmt1.format(rate) + '/s').join(', ') + ' (' + span + ')'
     : 'error answers, ' + span);
