@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -76,6 +77,29 @@ async function assertFitsWindow(page: Page, firstRow: string) {
     layout.cardsBottom < layout.rowBottom && layout.rowBottom <= WINDOW.height,
     JSON.stringify(layout),
   );
+}
+
+/** Whether all of the element's text shows: not cut by its box, an ellipsis or a line clamp. */
+async function wholeTextShows(page: Page, selector: string): Promise<boolean> {
+  return (await page.evaluate(`(() => {
+    const el = document.querySelector(${JSON.stringify(selector)});
+    const card = el.closest('.card') || el.parentElement;
+    return el.scrollWidth <= el.clientWidth && el.scrollHeight <= el.clientHeight
+      && card.scrollWidth <= card.clientWidth && card.scrollHeight <= card.clientHeight;
+  })()`)) as boolean;
+}
+
+/** ISO 8601 in UTC to the second, as the dashboard writes every date. */
+const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/;
+const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** A port on 127.0.0.1 that nothing listens on (free a moment ago). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 async function screenshot(t: TestContext, page: Page, name: string) {
@@ -242,6 +266,9 @@ describe('dashboard in a real browser', () => {
       assert.equal(await text(page, '#status'), 'live · not ready');
       assert.equal(await text(page, '#store'), 'postgres unreachable');
       assert.equal(await page.getAttribute('#store', 'class'), 'value bad');
+      // Why: the failed load's error, less the URL the card shows just above it.
+      assert.match(await text(page, '#storeError'), /^STORE_UNAVAILABLE: \S/);
+      assert.doesNotMatch(await text(page, '#storeError'), /postgres:\/\//);
       assert.match(await text(page, '#readySub'), /segment: store unreachable and nothing buffered/);
       assert.equal(await text(page, 'tr[data-tag="orders"] td.state'), 'not loaded');
       const error = await text(page, 'tr[data-tag="orders"] td.err');
@@ -260,6 +287,138 @@ describe('dashboard in a real browser', () => {
       assert.deepEqual(refused, [], 'the page runs under its own CSP');
       await assertFitsWindow(page, 'tr[data-tag="orders"]');
       await screenshot(t, page, 'dashboard-store-down.png');
+    } finally {
+      await browser.close();
+      await node.stop();
+    }
+  });
+
+  it('shows IDs as plain digits that copy whole (above 2^53 too), ISO dates, errors/s by code and the whole store URL', async (t) => {
+    if (!existsSync(CHROMIUM))
+      return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
+    // A long path, so that the store's URL is longer than its card is wide.
+    const dataDir = tempDir('frond-dashboard-a-data-directory-with-a-long-name-to-make-the-store-url-long-');
+    // [tag, first ID, step]: IDs of six digits, and of nineteen (far above 2^53).
+    const tags: [string, string, string][] = [
+      ['small', '102401', '51200'],
+      ['big', '9223372036854000000', '1000'],
+    ];
+    for (const [tag, start, step] of tags) {
+      const added = await runFrond([
+        'tag',
+        'add',
+        tag,
+        '--start',
+        start,
+        '--step',
+        step,
+        '--data-dir',
+        dataDir,
+      ]);
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--worker-id', '24']);
+    const browser = await launch();
+    try {
+      for (const tag of ['small', 'big'])
+        assert.equal((await fetch(`${node.url}/v1/segment/${tag}`)).status, 200);
+      const { page, refused } = await openDashboard(browser, node.url);
+      await until('status live', async () => (await text(page, '#status')) === 'live', 10_000);
+      // Error answers of two codes, while the page watches (errors/s is taken over the last 10 s).
+      for (let i = 0; i < 3; i++)
+        assert.equal((await fetch(`${node.url}/v1/segment/small?count=0`)).status, 400);
+      assert.equal((await fetch(`${node.url}/v1/segment/small?count=x`)).status, 400);
+      assert.equal((await fetch(`${node.url}/v1/snowflake/decode/x`)).status, 400);
+      await until(
+        'errors/s by code',
+        async () =>
+          /INVALID_COUNT/.test(await text(page, '#errSub')) && /INVALID_ID/.test(await text(page, '#errSub')),
+        10_000,
+      );
+      const stats = (await (await fetch(`${node.url}/v1/stats`)).json()) as {
+        startedAt: number;
+        store: { description: string };
+        requests: { errorsPerSecondByCode: Record<string, number> };
+      };
+      assert.deepEqual(Object.keys(stats.requests.errorsPerSecondByCode).sort(), [
+        'INVALID_COUNT',
+        'INVALID_ID',
+      ]);
+      // The busier code first, each with its rate.
+      assert.match(await text(page, '#errSub'), /^INVALID_COUNT [\d.]+\/s, INVALID_ID [\d.]+\/s\b/);
+      // IDs as the digits they are: no thousands separators, nothing rounded above 2^53.
+      assert.equal(await text(page, 'tr[data-tag="small"] td.state'), '[102401, 153601)');
+      assert.equal(
+        await text(page, 'tr[data-tag="big"] td.state'),
+        '[9223372036854000000, 9223372036854001000)',
+      );
+      // One click selects an ID whole, ready to copy.
+      await page.click('tr[data-tag="big"] td.state .id');
+      assert.equal(await page.evaluate('getSelection().toString()'), '9223372036854000000');
+      // Dates in ISO 8601, UTC.
+      assert.equal(await text(page, '#uptimeSub'), `since ${isoSecond(stats.startedAt)}`);
+      assert.match(await text(page, '#updated'), new RegExp(`^updated ${ISO.source}$`));
+      // The store's URL whole, not cut by its card.
+      assert.ok(stats.store.description.length > 100, stats.store.description);
+      assert.equal(await text(page, '#storeSub'), stats.store.description);
+      assert.ok(await wholeTextShows(page, '#storeSub'), 'the store URL shows whole');
+      assert.ok(await wholeTextShows(page, '#errSub'), 'the error codes show whole');
+      assert.deepEqual(refused, [], 'the page runs under its own CSP');
+      await assertFitsWindow(page, 'tr[data-tag="big"]');
+      await screenshot(t, page, 'dashboard-ids-dates-codes.png');
+    } finally {
+      await browser.close();
+      await node.stop();
+    }
+  });
+
+  it('says why the store is unreachable and why the node is not ready, with the whole store URL', async (t) => {
+    if (!existsSync(CHROMIUM))
+      return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
+    // PostgreSQL on a loopback port where nothing listens: down from the start.
+    const store = `postgres://frond@127.0.0.1:${await closedPort()}/frond_dashboard_database_with_a_long_name?connect_timeout_ms=1000&query_timeout_ms=1000`;
+    const node = await startFrond([
+      '--port',
+      '0',
+      '--data-dir',
+      tempDir(),
+      '--worker-id',
+      '25',
+      '--store',
+      store,
+    ]);
+    const browser = await launch();
+    try {
+      const { page, refused } = await openDashboard(browser, node.url);
+      await until(
+        'store unreachable',
+        async () => (await text(page, '#store')) === 'postgres unreachable',
+        10_000,
+      );
+      const answer = await fetch(`${node.url}/v1/segment/orders`);
+      assert.equal(answer.status, 503);
+      const code = ((await answer.json()) as { error: { code: string } }).error.code;
+      const stats = (await (await fetch(`${node.url}/v1/stats`)).json()) as {
+        store: { description: string; error: { code: string; message: string } | null };
+        readiness: { checks: Record<string, { ok: boolean; detail: string }> };
+      };
+      // The reason, as /v1/stats gives it: the store's own error.
+      assert.match(stats.store.error?.message ?? '', /ECONNREFUSED/);
+      assert.match(
+        await text(page, '#storeError'),
+        /^STORE_UNAVAILABLE: .*connect ECONNREFUSED 127\.0\.0\.1:\d+/,
+      );
+      assert.ok(await wholeTextShows(page, '#storeError'), 'the reason shows whole');
+      assert.equal(await text(page, '#storeSub'), stats.store.description);
+      assert.ok(await wholeTextShows(page, '#storeSub'), 'the store URL shows whole');
+      // Not ready, and why: the failing check of /readyz in its own words.
+      assert.equal(await text(page, '#ready'), 'not ready');
+      assert.equal(await text(page, '#readySub'), `segment: ${stats.readiness.checks.segment?.detail}`);
+      assert.ok(await wholeTextShows(page, '#readySub'), 'the readiness reason shows whole');
+      await until('errors/s by code', async () => (await text(page, '#errSub')).includes(code), 10_000);
+      assert.deepEqual(refused, [], 'the page runs under its own CSP');
+      await assertFitsWindow(page, '#tags tr');
+      await screenshot(t, page, 'dashboard-store-unreachable.png');
     } finally {
       await browser.close();
       await node.stop();

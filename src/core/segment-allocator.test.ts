@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock, settle } from '../../test/support/manual-clock.js';
 import { MemoryStore } from '../../test/support/memory-store.js';
-import { isFrondError } from './errors.js';
+import { FrondError, isFrondError } from './errors.js';
 import { silentLogger } from './logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from './segment-allocator.js';
 
@@ -130,6 +130,40 @@ describe('SegmentAllocator', () => {
       events.filter((e) => e.startsWith('store.')),
       ['store.lost', 'store.back'],
     );
+    allocator.close();
+  });
+
+  it('keeps why the store is unreachable: the last failed call, a load or a tag-list read, until one works', async () => {
+    const { store, clock, allocator } = setup();
+    await store.addTag({ tag: 'a', step: 10, start: 1n });
+    await allocator.start();
+    assert.equal(allocator.storeFailure, undefined);
+    const advance = store.advance.bind(store);
+    store.advance = async () => {
+      throw new FrondError('STORE_UNAVAILABLE', 'memory: connect ECONNRESET');
+    };
+    await assert.rejects(allocator.next('a'));
+    assert.deepEqual(allocator.storeFailure, {
+      code: 'STORE_UNAVAILABLE',
+      message: 'memory: connect ECONNRESET',
+      at: clock.now(),
+    });
+    // A later failure replaces it; anything not a FrondError counts as STORE_UNAVAILABLE.
+    store.listTags = async () => {
+      throw new Error('connection refused');
+    };
+    await clock.advance(5);
+    await allocator.refresh();
+    assert.deepEqual(allocator.storeFailure, {
+      code: 'STORE_UNAVAILABLE',
+      message: 'connection refused',
+      at: clock.now(),
+    });
+    store.advance = advance;
+    // The tag's buffer waits retryDelayMs (500) after its failed load before it loads again.
+    await clock.advance(500);
+    assert.equal(await allocator.next('a'), 1);
+    assert.equal(allocator.storeFailure, undefined);
     allocator.close();
   });
 

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import { describeError, FrondError, isFrondError } from './errors.js';
+import { describeError, FrondError, type FrondErrorCode, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
@@ -13,6 +13,13 @@ import {
 import type { SegmentStore } from './segment-store.js';
 import { assertValidTag, tagProblem } from './tag.js';
 import type { TagAdmin } from './tag-admin.js';
+
+/** A failed call to the store: its code (STORE_UNAVAILABLE for anything not a FrondError), message and time. */
+export interface StoreFailure {
+  code: FrondErrorCode;
+  message: string;
+  at: number;
+}
 
 /** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
 export type AllocatorStore = SegmentStore & Pick<TagAdmin, 'listTags'>;
@@ -47,6 +54,8 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private closed = false;
   /** Whether the last call to the store (a tag-list read or a segment load) worked. */
   private reachable: boolean | undefined;
+  /** Why the last call failed, while the store is unreachable. */
+  private failure: StoreFailure | undefined;
   /** The store as the buffers see it: every advance also tells whether the store answered. */
   private readonly tracked: SegmentStore;
 
@@ -175,8 +184,20 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     return this.reachable === true;
   }
 
+  /** Why the store is unreachable: the error of the last call to it; undefined while it answers. */
+  get storeFailure(): StoreFailure | undefined {
+    return this.failure;
+  }
+
   /** Logs the moments the database is lost and comes back, once each, not every failed call. */
   private markReachable(reachable: boolean, error?: unknown): void {
+    this.failure = reachable
+      ? undefined
+      : {
+          code: isFrondError(error) ? error.code : 'STORE_UNAVAILABLE',
+          message: describeError(error),
+          at: this.clock.now(),
+        };
     if (reachable === this.reachable) return;
     const before = this.reachable;
     this.reachable = reachable;

@@ -29,6 +29,10 @@ export interface FrondClient<Id> {
   state(): ClientState;
   /** Drops buffered IDs, aborts requests and retry timers, rejects pending calls; idempotent. */
   close(): void;
+  /** `close()`, for `await using ids = createClient(…)`. */
+  [Symbol.asyncDispose](): Promise<void>;
+  /** `close()`, for `using ids = createClient(…)`: closing is synchronous. */
+  [Symbol.dispose](): void;
   readonly closed: boolean;
 }
 
@@ -168,6 +172,14 @@ export class BufferedClient<Id> implements FrondClient<Id> {
     this.source.close();
     for (const buffer of this.buffers.values()) buffer.close();
     this.snowflakeBuffer.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
   }
 
   private bufferOf(tag: string): SegmentIdBuffer<Id> {

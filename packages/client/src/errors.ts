@@ -53,8 +53,8 @@ export type FrondClientOwnErrorCode =
   /** `close()` was called: pending calls reject with this, and so do new ones. */
   | 'CLIENT_CLOSED';
 
-/** A server code, a client code, or (from a newer server) a code this version does not know yet. */
-export type FrondClientErrorCode = FrondServerErrorCode | FrondClientOwnErrorCode | (string & {});
+/** Every code this version knows: the server's and the client's own. */
+export type FrondClientErrorCode = FrondServerErrorCode | FrondClientOwnErrorCode;
 
 export interface FrondClientErrorDetails {
   /** The HTTP status when a server answered; `undefined` for network errors and local checks. */
@@ -77,7 +77,8 @@ export class FrondClientError extends Error {
   readonly attempts: number;
 
   constructor(
-    readonly code: FrondClientErrorCode,
+    /** A known code, or one from a server newer than this client, passed on as it came. */
+    readonly code: FrondClientErrorCode | (string & {}),
     message: string,
     details: FrondClientErrorDetails = {},
   ) {
@@ -89,7 +90,10 @@ export class FrondClientError extends Error {
   }
 }
 
-/** True for a `FrondClientError`, and with `code`, only for that code. */
+/**
+ * True for a `FrondClientError`, and with `code`, only for that code. `code` is one this version
+ * knows, so a misspelt one does not compile.
+ */
 export function isFrondClientError(error: unknown, code?: FrondClientErrorCode): error is FrondClientError {
   return error instanceof FrondClientError && (code === undefined || error.code === code);
 }

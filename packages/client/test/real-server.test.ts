@@ -26,9 +26,10 @@ const ODD_TAGS = [
 describe('@frond/client against a real frond serve', () => {
   const store = sharedStore();
   let server: FrondProcess;
-  const clients: FrondClient<unknown>[] = [];
+  // Only close() is needed: the built package's client (below) is another declaration of the type.
+  const clients: Pick<FrondClient<unknown>, 'close'>[] = [];
 
-  function client<C extends FrondClient<unknown>>(made: C): C {
+  function client<C extends Pick<FrondClient<unknown>, 'close'>>(made: C): C {
     clients.push(made);
     return made;
   }
@@ -160,6 +161,22 @@ describe('@frond/client against a real frond serve', () => {
       () => made.tryNextId('bad\ttag'),
       (e) => isFrondClientError(e, 'INVALID_TAG'),
     );
+  });
+
+  it('closes at the end of an `await using` block, as close() does: pending and later calls reject', async () => {
+    let escaped: FrondClient<bigint> | undefined;
+    let pending: Promise<bigint[]> | undefined;
+    {
+      await using ids = createClient({ urls: [server.url] });
+      escaped = ids;
+      assert.equal(typeof (await ids.nextId('order')), 'bigint');
+      // More than is buffered: this call waits on a fetch when the block ends.
+      pending = ids.nextIds('order', 500_000);
+      pending.catch(() => {});
+    }
+    assert.equal(escaped.closed, true);
+    await assert.rejects(pending, (error) => isFrondClientError(error, 'CLIENT_CLOSED'));
+    await assert.rejects(escaped.nextId('order'), (error) => isFrondClientError(error, 'CLIENT_CLOSED'));
   });
 
   it('refuses snowflakes in number mode with UNSAFE_INTEGER; segment IDs still work there', async () => {

@@ -25,7 +25,8 @@ export interface ClusterStatsSnapshot extends StatsSnapshot {
  * process samples once a second). The clock offset is the smallest, the worst of them. Requests and
  * errors per second add up; a latency quantile is the largest of the processes' (quantiles do not
  * add up, and the worst process is the one to look at); the uptime is the youngest process's (one
- * that was restarted shows); the store is reachable when every process reaches it.
+ * that was restarted shows); the store is reachable when every process reaches it, and its error
+ * is the latest of the processes'.
  */
 export function mergeStats(
   snapshots: readonly StatsSnapshot[],
@@ -73,11 +74,18 @@ export function mergeStats(
     startedAt: youngest?.startedAt ?? 0,
     uptimeSeconds: youngest?.uptimeSeconds ?? 0,
     store:
-      stores[0] === undefined ? null : { ...stores[0], reachable: stores.every((store) => store.reachable) },
+      stores[0] === undefined
+        ? null
+        : {
+            ...stores[0],
+            reachable: stores.every((store) => store.reachable),
+            error: latest(stores.map((store) => store.error)),
+          },
     requests: {
       windowSeconds: Math.max(0, ...snapshots.map((snapshot) => snapshot.requests.windowSeconds)),
       perSecond: snapshots.reduce((sum, snapshot) => sum + snapshot.requests.perSecond, 0),
       errorsPerSecond: snapshots.reduce((sum, snapshot) => sum + snapshot.requests.errorsPerSecond, 0),
+      errorsPerSecondByCode: addByCode(snapshots.map((snapshot) => snapshot.requests.errorsPerSecondByCode)),
       latencyMs:
         latencies.length === 0
           ? null
@@ -106,13 +114,23 @@ export function mergeStats(
   };
 }
 
+/** Rates by error code, added up code by code. */
+function addByCode(rates: readonly Record<string, number>[]): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const byCode of rates)
+    for (const [code, rate] of Object.entries(byCode)) sum[code] = (sum[code] ?? 0) + rate;
+  return sum;
+}
+
+/** The latest of some errors (by `at`), or null when there is none. */
+function latest<E extends { at: number }>(errors: readonly (E | null | undefined)[]): E | null {
+  let found: E | null = null;
+  for (const error of errors) if (error && (found === null || error.at > found.at)) found = error;
+  return found;
+}
+
 function addTag(a: TagStats, b: TagStats): TagStats {
-  const latestError =
-    a.lastError === undefined
-      ? b.lastError
-      : b.lastError && b.lastError.at > a.lastError.at
-        ? b.lastError
-        : a.lastError;
+  const latestError = latest([a.lastError, b.lastError]) ?? undefined;
   return {
     ...a,
     initialized: a.initialized || b.initialized,

@@ -15,6 +15,12 @@ const SVG = 'http://www.w3.org/2000/svg';
 function esc(s) { return String(s).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';'); }
 function set(id, html, cls) { const el = $(id); el.innerHTML = html; el.className = 'value' + (cls ? ' ' + cls : ''); }
 function sub(id, text) { const el = $(id); el.textContent = text; el.title = text; }
+// An ID as the digits it is: a string above 2^53 (never made a Number), no thousands separators;
+// one click selects it whole, to copy.
+function id(v) { return '<span class="id">' + esc(String(v)) + '</span>'; }
+function range(r) { return '[' + id(r.start) + ', ' + id(r.max) + ')'; }
+// Dates in ISO 8601, UTC, to the second: 2026-12-01T22:14:15Z, the same for every reader.
+function iso(ms) { return new Date(ms).toISOString().replace(/\\.\\d{3}Z$/, 'Z'); }
 function duration(s) {
   return s >= 86400 ? fmt1.format(s / 86400) + ' d' : s >= 3600 ? fmt1.format(s / 3600) + ' h'
     : s >= 60 ? fmt1.format(s / 60) + ' min' : fmt1.format(s) + ' s';
@@ -81,8 +87,8 @@ function tagRow(t) {
       + '<td class="muted">–</td><td class="muted">–</td><td>' + t.loads + '</td>' + err + '</tr>';
   }
   const used = Math.min(1, Math.max(0, t.used));
-  const next = t.nextReady ? 'ready [' + fmt.format(t.next.start) + ', ' + fmt.format(t.next.max) + ')' : t.loading ? 'loading…' : '–';
-  return open + '<td class="state">[' + fmt.format(c.start) + ', ' + fmt.format(c.max) + ')</td>'
+  const next = t.nextReady ? 'ready ' + range(t.next) : t.loading ? 'loading…' : '–';
+  return open + '<td class="state">' + range(c) + '</td>'
     + '<td><span class="bar"><i data-used="' + used + '"></i></span>' + (used * 100).toFixed(0) + '%</td>'
     + '<td>' + next + '</td><td>' + fmt.format(t.step) + '</td><td class="rate">' + fmt.format(Math.round(t.rate)) + '</td>'
     + '<td>' + fmt.format(t.left) + '</td><td>' + runway(t.runwaySeconds) + '</td><td>' + t.loads + '</td>' + err + '</tr>';
@@ -93,6 +99,12 @@ function draw(stats) {
   set('ready', readiness.ready ? 'ready' : 'not ready', readiness.ready ? 'ok' : 'bad');
   sub('readySub', failing.length ? failing.join('; ') : 'checks pass: ' + Object.keys(readiness.checks).join(', '));
   const store = stats.store;
+  // Why the store is unreachable: its last error, less the URL shown just above it.
+  const storeError = store && !store.reachable && store.error;
+  $('storeError').textContent = storeError
+    ? storeError.code + ': ' + (storeError.message.startsWith(store.description + ': ')
+      ? storeError.message.slice(store.description.length + 2) : storeError.message)
+    : '';
   if (store) {
     set('store', esc(store.kind) + ' <small>' + (store.reachable ? 'reachable' : 'unreachable') + '</small>', store.reachable ? 'ok' : 'bad');
     sub('storeSub', store.description);
@@ -108,7 +120,11 @@ function draw(stats) {
   const span = req.windowSeconds ? 'last ' + req.windowSeconds + ' s' : 'from the next second';
   sub('reqSub', span + '; probes, /metrics and this page not counted');
   set('errRate', fmt1.format(req.errorsPerSecond), req.errorsPerSecond > 0 ? 'bad' : '');
-  sub('errSub', 'error answers, ' + span);
+  // By code, the most frequent first: TAG_NOT_FOUND 0.4/s, INVALID_TAG 0.1/s.
+  const byCode = Object.entries(req.errorsPerSecondByCode).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  sub('errSub', byCode.length
+    ? byCode.map(([code, rate]) => code + ' ' + fmt1.format(rate) + '/s').join(', ') + ' (' + span + ')'
+    : 'error answers, ' + span);
   const lat = req.latencyMs;
   set('latency', lat ? ms(lat.p50) + ' / ' + ms(lat.p99) + ' <small>ms</small>' : '<span class="muted">–</span>');
   sub('latencySub', lat ? 'p50 / p99; p90 ' + ms(lat.p90) + ' ms' : 'p50 / p99: no requests');
@@ -125,7 +141,8 @@ function draw(stats) {
   set('version', esc(stats.version));
   sub('versionSub', 'Node.js ' + stats.nodeVersion);
   set('uptime', duration(stats.uptimeSeconds));
-  sub('uptimeSub', 'since ' + new Date(stats.startedAt).toLocaleString());
+  // The date kept on one line: a break after one of its hyphens would make it hard to read.
+  $('uptimeSub').innerHTML = 'since <span class="date">' + iso(stats.startedAt) + '</span>';
   drawChart(stats.history);
   const rows = stats.tags.map(tagRow);
   $('tags').innerHTML = rows.length ? rows.join('') : '<tr><td colspan="10" class="muted">no tags yet</td></tr>';
@@ -143,7 +160,7 @@ async function poll() {
     if (!response.ok) throw new Error('HTTP ' + response.status);
     draw(await response.json());
     document.body.classList.remove('stale');
-    $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+    $('updated').textContent = 'updated ' + iso(Date.now());
   } catch (error) {
     // What is shown is now old: greyed out, so a card still saying "ready" is not believed.
     document.body.classList.add('stale');
@@ -163,12 +180,15 @@ const STYLE = `
   header { display: flex; gap: 24px; align-items: baseline; padding: 10px 20px; background: #fff; border-bottom: 1px solid var(--line); }
   header h1 { font-size: 18px; margin: 0; }
   main { padding: 12px 20px; display: flex; flex-direction: column; gap: 12px; flex: 1; min-height: 0; }
-  .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 10px; }
+  .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: 10px; }
   .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; min-width: 0; }
+  .card.wide { grid-column: span 2; }
   .card .label { color: var(--muted); font-size: 11px; text-transform: uppercase; letter-spacing: .04em; }
   .card .value { font-size: 19px; font-variant-numeric: tabular-nums; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .card .value small { font-size: 12px; }
-  .card .sub { color: var(--muted); font-size: 12px; line-height: 1.3; overflow: hidden; overflow-wrap: anywhere; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; }
+  .card .sub, .card .reason { color: var(--muted); font-size: 12px; line-height: 1.3; overflow-wrap: anywhere; }
+  .card .reason { color: var(--bad); }
+  .id { user-select: all; } .date { white-space: nowrap; }
   section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; }
   section h2 { font-size: 14px; margin: 0 0 6px; display: flex; gap: 16px; align-items: baseline; }
   section h2 .muted { font-weight: normal; font-size: 12px; }
@@ -192,19 +212,23 @@ const STYLE = `
   body.stale main { opacity: .45; }
 `;
 
-const CARDS: readonly [id: string, label: string][] = [
-  ['store', 'store'],
+/**
+ * The cards in order; a wide one spans two columns (the store's whole URL and its error, the error
+ * codes). At 1280 px, seven columns: the node's state on the first row, its traffic on the second.
+ */
+const CARDS: readonly [id: string, label: string, wide?: 'wide'][] = [
+  ['store', 'store', 'wide'],
   ['ready', 'readiness'],
-  ['segRate', 'segment IDs/s'],
-  ['flakeRate', 'snowflake IDs/s'],
-  ['reqRate', 'requests/s'],
-  ['errRate', 'errors/s'],
-  ['latency', 'request latency'],
-  ['tagCount', 'tags'],
   ['workerId', 'worker ID'],
   ['clock', 'snowflake clock'],
   ['version', 'version'],
   ['uptime', 'uptime'],
+  ['tagCount', 'tags'],
+  ['segRate', 'segment IDs/s'],
+  ['flakeRate', 'snowflake IDs/s'],
+  ['reqRate', 'requests/s'],
+  ['errRate', 'errors/s', 'wide'],
+  ['latency', 'request latency'],
 ];
 
 const SUBS: Record<string, string> = {
@@ -219,9 +243,10 @@ const SUBS: Record<string, string> = {
 };
 
 const cards = CARDS.map(
-  ([id, label]) =>
-    `    <div class="card" id="${id}Card"><div class="label">${label}</div><div class="value" id="${id}">–</div>` +
-    `<div class="sub" id="${SUBS[id] ?? `${id}Sub`}">&nbsp;</div></div>`,
+  ([id, label, wide]) =>
+    `    <div class="card${wide ? ' wide' : ''}" id="${id}Card"><div class="label">${label}</div><div class="value" id="${id}">–</div>` +
+    `<div class="sub" id="${SUBS[id] ?? `${id}Sub`}">&nbsp;</div>` +
+    `${id === 'store' ? '<div class="reason" id="storeError"></div>' : ''}</div>`,
 ).join('\n');
 
 export const DASHBOARD_HTML = `<!doctype html>

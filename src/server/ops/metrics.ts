@@ -35,8 +35,8 @@ export class Metrics implements RequestObserver, CoreObserver {
   private readonly requests = new RequestHistogram();
   private readonly errors: Counter<'code'>;
   private readonly loadSeconds: Histogram;
-  /** Error answers so far, beside the counter by code: the sampler reads this once a second. */
-  private errorCount = 0;
+  /** Error answers so far by code, beside the counter: the sampler reads these once a second. */
+  private readonly errorCounts: Partial<Record<FrondErrorCode, number>> = {};
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
@@ -173,13 +173,13 @@ export class Metrics implements RequestObserver, CoreObserver {
 
   error(code: FrondErrorCode): void {
     this.errors.inc({ code });
-    this.errorCount++;
+    this.errorCounts[code] = (this.errorCounts[code] ?? 0) + 1;
   }
 
   /** What `StatsSampler` turns into requests and errors per second and latency quantiles. */
   requestTotals(): RequestTotals {
     const { count, buckets } = this.requests.totals((route) => !OPERATOR_ROUTES.has(route));
-    return { count, errors: this.errorCount, buckets };
+    return { count, errors: { ...this.errorCounts }, buckets };
   }
 
   segmentLoaded(_tag: string, ms: number): void {

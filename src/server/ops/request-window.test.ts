@@ -26,7 +26,11 @@ describe('bucketQuantile', () => {
 });
 
 describe('requestRates', () => {
-  const at = (count: number, errors: number, counts: Record<number, number>): RequestTotals => ({
+  const at = (
+    count: number,
+    errors: Record<string, number>,
+    counts: Record<number, number>,
+  ): RequestTotals => ({
     count,
     errors,
     buckets: buckets(counts),
@@ -34,29 +38,37 @@ describe('requestRates', () => {
 
   it('takes rates and quantiles from what changed between the two readings, not from the totals', () => {
     // Before the window: 1,000 slow requests, which must not weigh on the window's quantiles.
-    const first = at(1_000, 50, { 9: 1_000 });
-    const last = at(1_200, 70, { 9: 1_000, 1: 200 });
+    const first = at(1_000, { TAG_NOT_FOUND: 40, INVALID_TAG: 10 }, { 9: 1_000 });
+    const last = at(
+      1_200,
+      { TAG_NOT_FOUND: 55, INVALID_TAG: 10, STORE_UNAVAILABLE: 5 },
+      { 9: 1_000, 1: 200 },
+    );
     const rates = requestRates(first, last, 10);
     assert.equal(rates.windowSeconds, 10);
     assert.equal(rates.perSecond, 20);
     assert.equal(rates.errorsPerSecond, 2);
+    // By code: only the codes answered in the window.
+    assert.deepEqual(rates.errorsPerSecondByCode, { TAG_NOT_FOUND: 1.5, STORE_UNAVAILABLE: 0.5 });
     // All 200 in (50 µs, 100 µs]: p50 75 µs = 0.075 ms, p99 99.5 µs.
     assert.ok(Math.abs((rates.latencyMs?.p50 ?? 0) - 0.075) < 1e-9, JSON.stringify(rates));
     assert.ok(Math.abs((rates.latencyMs?.p99 ?? 0) - 0.0995) < 1e-9, JSON.stringify(rates));
   });
 
   it('says no latency when nothing was answered in the window, and nothing at all before two readings', () => {
-    const same = at(10, 0, { 3: 10 });
+    const same = at(10, { INTERNAL: 1 }, { 3: 10 });
     assert.deepEqual(requestRates(same, same, 10), {
       windowSeconds: 10,
       perSecond: 0,
       errorsPerSecond: 0,
+      errorsPerSecondByCode: {},
       latencyMs: null,
     });
     assert.deepEqual(requestRates(same, same, 0), {
       windowSeconds: 0,
       perSecond: 0,
       errorsPerSecond: 0,
+      errorsPerSecondByCode: {},
       latencyMs: null,
     });
   });

@@ -4,8 +4,8 @@ import { BUCKETS } from './request-histogram.js';
 export interface RequestTotals {
   /** Requests answered (the operator's own routes left out: `Metrics.requestTotals`). */
   count: number;
-  /** Error answers of any route, as `frond_errors_total` counts them. */
-  errors: number;
+  /** Error answers of any route by code, as `frond_errors_total` counts them. */
+  errors: Readonly<Record<string, number>>;
   /** `count` by latency bucket (`BUCKETS`, then +Inf), not cumulative. */
   buckets: readonly number[];
 }
@@ -16,23 +16,35 @@ export interface RequestRates {
   windowSeconds: number;
   perSecond: number;
   errorsPerSecond: number;
+  /** `errorsPerSecond` by error code, the codes answered in the window only (`{"TAG_NOT_FOUND": 0.3}`). */
+  errorsPerSecondByCode: Record<string, number>;
   /** Latency quantiles in milliseconds; null when no request was answered in the window. */
   latencyMs: { p50: number; p90: number; p99: number } | null;
 }
 
 /** The rates between two readings of the totals taken `seconds` apart. */
 export function requestRates(first: RequestTotals, last: RequestTotals, seconds: number): RequestRates {
-  if (seconds <= 0) return { windowSeconds: 0, perSecond: 0, errorsPerSecond: 0, latencyMs: null };
+  if (seconds <= 0)
+    return { windowSeconds: 0, perSecond: 0, errorsPerSecond: 0, errorsPerSecondByCode: {}, latencyMs: null };
   const buckets = last.buckets.map((count, i) => Math.max(0, count - (first.buckets[i] ?? 0)));
   const quantile = (q: number) => {
     const seconds = bucketQuantile(q, buckets);
     return seconds === null ? null : seconds * 1000;
   };
   const p50 = quantile(0.5);
+  let errors = 0;
+  const errorsPerSecondByCode: Record<string, number> = {};
+  for (const [code, total] of Object.entries(last.errors)) {
+    const count = total - (first.errors[code] ?? 0);
+    if (count <= 0) continue;
+    errors += count;
+    errorsPerSecondByCode[code] = count / seconds;
+  }
   return {
     windowSeconds: seconds,
     perSecond: Math.max(0, last.count - first.count) / seconds,
-    errorsPerSecond: Math.max(0, last.errors - first.errors) / seconds,
+    errorsPerSecond: errors / seconds,
+    errorsPerSecondByCode,
     latencyMs: p50 === null ? null : { p50, p90: quantile(0.9) as number, p99: quantile(0.99) as number },
   };
 }

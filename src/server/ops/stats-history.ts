@@ -4,7 +4,7 @@ import { RATE_WINDOW_S, type RatePoint } from './stats-snapshot.js';
 /** Five minutes of one-second points for the dashboard chart. */
 const HISTORY_POINTS = 300;
 
-const EMPTY_TOTALS: RequestTotals = { count: 0, errors: 0, buckets: [] };
+const EMPTY_TOTALS: RequestTotals = { count: 0, errors: {}, buckets: [] };
 
 /**
  * What the sampler keeps of the seconds gone by: IDs handed out in each of the last HISTORY_POINTS

@@ -19,18 +19,22 @@ async function setup() {
     tagRefreshMs: 1_000,
   });
   await segment.start();
-  const totals: { count: number; errors: number; buckets: number[] } = {
+  const totals: { count: number; errors: Record<string, number>; buckets: number[] } = {
     count: 0,
-    errors: 0,
+    errors: {},
     buckets: new Array<number>(BUCKETS.length + 1).fill(0),
   };
   const stats = new StatsSampler(clock);
-  stats.attach(segment, undefined, (): RequestTotals => ({ ...totals, buckets: [...totals.buckets] }));
+  stats.attach(
+    segment,
+    undefined,
+    (): RequestTotals => ({ ...totals, errors: { ...totals.errors }, buckets: [...totals.buckets] }),
+  );
   return { clock, store, segment, stats, totals };
 }
 
 describe('StatsSampler (what /v1/stats and the dashboard show)', () => {
-  it('says which frond runs, since when, and the store with its kind and whether it answers', async () => {
+  it('says which frond runs, since when, and the store with its kind, whether it answers, and why not', async () => {
     const { clock, store, segment, stats } = await setup();
     try {
       stats.start();
@@ -40,13 +44,29 @@ describe('StatsSampler (what /v1/stats and the dashboard show)', () => {
       assert.equal(snapshot.nodeVersion, process.versions.node);
       assert.equal(snapshot.startedAt, 1_700_000_000_000);
       assert.equal(snapshot.uptimeSeconds, 5);
-      assert.deepEqual(snapshot.store, { kind: 'memory', description: 'memory:', reachable: true });
-      // The next tag-list read fails: the store is reported unreachable.
+      assert.deepEqual(snapshot.store, {
+        kind: 'memory',
+        description: 'memory:',
+        reachable: true,
+        error: null,
+      });
+      // The next tag-list read fails: the store is reported unreachable, and why.
+      const listTags = store.listTags;
       store.listTags = async () => {
         throw new Error('connection refused');
       };
       await clock.advance(1_000);
       assert.equal(stats.snapshot().store?.reachable, false);
+      assert.deepEqual(stats.snapshot().store?.error, {
+        code: 'STORE_UNAVAILABLE',
+        message: 'connection refused',
+        at: clock.now(),
+      });
+      // It answers again: reachable, and no reason left over.
+      store.listTags = listTags;
+      await clock.advance(1_000);
+      assert.equal(stats.snapshot().store?.reachable, true);
+      assert.equal(stats.snapshot().store?.error, null);
     } finally {
       stats.stop();
       segment.close();
@@ -86,12 +106,14 @@ describe('StatsSampler (what /v1/stats and the dashboard show)', () => {
         windowSeconds: 0,
         perSecond: 0,
         errorsPerSecond: 0,
+        errorsPerSecondByCode: {},
         latencyMs: null,
       });
       // 20 seconds of 30 requests a second, 3 of them errors, all in (0.5 ms, 1 ms] (bucket 4) ...
       for (let second = 0; second < 20; second++) {
         totals.count += 30;
-        totals.errors += 3;
+        totals.errors.TAG_NOT_FOUND = (totals.errors.TAG_NOT_FOUND ?? 0) + 2;
+        totals.errors.INVALID_TAG = (totals.errors.INVALID_TAG ?? 0) + 1;
         totals.buckets[4] = (totals.buckets[4] as number) + 30;
         await clock.advance(1_000);
       }
@@ -99,12 +121,14 @@ describe('StatsSampler (what /v1/stats and the dashboard show)', () => {
       assert.equal(steady.windowSeconds, 10);
       assert.equal(steady.perSecond, 30);
       assert.equal(steady.errorsPerSecond, 3);
+      assert.deepEqual(steady.errorsPerSecondByCode, { TAG_NOT_FOUND: 2, INVALID_TAG: 1 });
       assert.ok(Math.abs((steady.latencyMs?.p50 ?? 0) - 0.75) < 1e-9, JSON.stringify(steady));
       // ... then 10 quiet seconds: the window holds none of them, so no latency is made up.
       for (let second = 0; second < 10; second++) await clock.advance(1_000);
       const quiet = stats.snapshot().requests;
       assert.equal(quiet.perSecond, 0);
       assert.equal(quiet.errorsPerSecond, 0);
+      assert.deepEqual(quiet.errorsPerSecondByCode, {});
       assert.equal(quiet.latencyMs, null);
     } finally {
       stats.stop();

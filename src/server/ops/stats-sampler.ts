@@ -185,6 +185,7 @@ export class StatsSampler {
             kind: segment.store.description.split(':')[0] ?? '',
             description: segment.store.description,
             reachable: segment.storeReachable,
+            error: segment.storeFailure ?? null,
           }
         : null,
       requests: this.history.requests(),

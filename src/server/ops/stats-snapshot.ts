@@ -39,6 +39,8 @@ export interface StoreStats {
   description: string;
   /** Whether the last call to the store (a tag-list read or a segment load) worked. */
   reachable: boolean;
+  /** Why not, while unreachable: the last call's error code, message and time (ms since the epoch). */
+  error: { code: string; message: string; at: number } | null;
 }
 
 export interface StatsSnapshot {
