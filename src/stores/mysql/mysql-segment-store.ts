@@ -1,6 +1,6 @@
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
-import { silentLogger } from '../../core/logger.js';
+import type { Logger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import {
   type NewTag,
@@ -10,18 +10,11 @@ import {
   type TagStore,
 } from '../../core/tag-admin.js';
 import { kindOf } from '../../core/tag-kind.js';
+import { errorCode, INT, MysqlConnections, type Sql, type SqlValue } from '../../sql/mysql-connections.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
-import {
-  COLUMNS,
-  type NetworkSqlOptions,
-  type OptionRow,
-  opaqueMap,
-  optionsOf,
-  type RawRow,
-  toTagRow,
-} from '../sql/network-sql.js';
+import { COLUMNS, type OptionRow, opaqueMap, optionsOf, type RawRow, toTagRow } from '../sql/leaf-rows.js';
 import type { TableCheck } from '../store-backend.js';
-import { mysqlSsl } from './mysql-tls.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -68,42 +61,6 @@ export const MYSQL_FROND_DDL = [
  */
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
-
-/**
- * A 64-bit integer parameter. Every value goes to the server as a parameter of a prepared
- * statement, and mysql2 sends a JS number as a DOUBLE: `max_id + ?` would then be computed in
- * floating point and be off by up to 512 above 2^62. So integers are sent as decimal strings and
- * cast here, which MySQL and MariaDB convert exactly.
- */
-const INT = 'CAST(? AS SIGNED)';
-
-/**
- * The session every connection gets before its first statement, all values parameters:
- * - sql_mode pinned, so frond reads the same on any server whatever its global mode: strict (a tag
- *   over 128 characters or a BIGINT out of range fails the statement instead of being cut to fit
- *   and written), and no engine substitution (leaf_alloc on MyISAM would have no row locks, and
- *   two nodes could take the same range). NO_BACKSLASH_ESCAPES is left out, though nothing depends
- *   on it either way now: no value is ever written into SQL text, so no escaping is read by the
- *   server (on a server with it set, a tag `z'; UPDATE leaf_alloc SET max_id=1 ...` that the driver
- *   had escaped as `z\'` ended the string and ran the UPDATE). Modes such as ANSI_QUOTES,
- *   PIPES_AS_CONCAT or MariaDB's ORACLE, which change how the statements below parse, are off too.
- *   These three exist under the same names in MySQL 5.7 and 8 and in MariaDB 10 and 11
- *   (NO_AUTO_CREATE_USER, in MariaDB's default, is gone from MySQL 8, where naming it fails).
- * - UTC on both sides, so update_time reads the same whatever the server's zone.
- * - A lock wait ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s.
- * - autocommit even on a server that turns it off, or a read would keep an old snapshot open.
- */
-const SESSION_SQL = `SET SESSION sql_mode = ?, SESSION time_zone = ?, SESSION innodb_lock_wait_timeout = ${INT}, SESSION autocommit = 1`;
-const SQL_MODE = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
-
-/**
- * Prepared statements each connection keeps (mysql2 closes the least recently used one beyond
- * it). The store prepares 16 distinct statements, their texts fixed (values never enter them), so
- * 64 keeps every one prepared once per connection; mysql2's default, 16,000 per connection,
- * could with a pool of 20 exceed the server's limit for all sessions together
- * (max_prepared_stmt_count, 16,382 by default), which Leaf's servers share.
- */
-const MAX_PREPARED_STATEMENTS = 64;
 
 /** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
@@ -164,10 +121,6 @@ interface GrantRow {
   high_water: string | null;
 }
 
-/** A statement on one connection: a prepared one with `values`, text without (its text is fixed). */
-type Sql = (text: string, values?: readonly SqlValue[]) => Promise<[unknown, unknown]>;
-type SqlValue = string | number | null;
-
 /** What the advance's transaction found, decided on once its connection is back. */
 type AdvanceOutcome =
   | { kind: 'unfenced'; epoch: number; identity: string }
@@ -182,49 +135,15 @@ type AdvanceOutcome =
  */
 export class MysqlSegmentStore implements TagStore, FenceOps {
   readonly description: string;
-  private readonly pool: mysql.Pool;
-  private readonly connectTimeoutMs: number;
-  private readonly queryTimeoutMs: number;
-  /** Core connections whose session settings are made (the pool hands out wrappers). */
-  private readonly prepared = new WeakSet<object>();
-  private readonly sessionValues: SqlValue[];
+  private readonly connections: MysqlConnections;
   /** The tables, checked before the first operation, and again after one found a table missing. */
   private readonly tables = new TableCheckOnce(() => this.checkTable());
 
-  constructor(options: NetworkSqlOptions) {
-    const logger = options.logger ?? silentLogger;
-    this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
-    this.connectTimeoutMs = options.connectTimeoutMs;
-    this.queryTimeoutMs = options.queryTimeoutMs;
-    // innodb_lock_wait_timeout counts whole seconds, from 1.
-    const lockWaitSeconds = Math.max(1, Math.ceil(options.queryTimeoutMs / 1000));
-    this.sessionValues = [SQL_MODE, '+00:00', String(lockWaitSeconds)];
-    this.pool = mysql.createPool({
-      host: options.host,
-      port: options.port,
-      database: options.database,
-      ...(options.user === undefined ? {} : { user: options.user }),
-      ...(options.password === undefined ? {} : { password: options.password }),
-      connectionLimit: options.poolSize,
-      maxIdle: options.poolSize,
-      idleTimeout: 30_000,
-      connectTimeout: options.connectTimeoutMs,
-      enableKeepAlive: true,
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      timezone: 'Z',
-      // One statement per call: a value can never carry a second one, and there is no batch to
-      // smuggle it into.
-      multipleStatements: false,
-      maxPreparedStatements: MAX_PREPARED_STATEMENTS,
-      ...(options.tls && { ssl: mysqlSsl(options.tls, this.description) }),
-    });
-    // A pooled connection that breaks while idle (the server restarted) leaves the pool; this
-    // listener keeps its 'error' event from ending the process.
-    this.pool.on('connection', (connection) => {
-      (connection as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
-        logger.log('warn', 'store.connection_lost', { store: this.description, error: error.message });
-      });
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } = {}) {
+    this.description = describeNetworkSql('mysql', config);
+    this.connections = new MysqlConnections(config, {
+      description: this.description,
+      logger: options.logger,
     });
   }
 
@@ -484,8 +403,8 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
     return this.guard(() => this.checkTable());
   }
 
-  async close(): Promise<void> {
-    await this.pool.end();
+  close(): Promise<void> {
+    return this.connections.end();
   }
 
   /** A tag's insert, its duplicate key answered as TAG_EXISTS. */
@@ -543,55 +462,12 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
 
   /** One statement on a pooled connection under a deadline; a failed connection is destroyed. */
   private run(sql: string, values?: readonly SqlValue[]): Promise<[unknown, unknown]> {
-    return this.onConnection((connection) => send(connection, sql, values), 'query');
+    return this.connections.run(sql, values);
   }
 
-  /**
-   * `operation` in one transaction on one connection, under one deadline; committed if it
-   * resolves, and the connection destroyed (which rolls back) if anything fails.
-   */
+  /** `operation` in one transaction on one connection, under one deadline (`MysqlConnections`). */
   private transaction<T>(what: string, operation: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.onConnection(async (connection) => {
-      await send(connection, 'START TRANSACTION');
-      const value = await operation((text, values) => send(connection, text, values));
-      await send(connection, 'COMMIT');
-      return value;
-    }, what);
-  }
-
-  /**
-   * `work` on a pooled connection whose session settings are made, all under one deadline; the
-   * connection goes back to the pool if `work` resolved, and is destroyed otherwise.
-   */
-  private async onConnection<T>(
-    work: (connection: mysql.PoolConnection) => Promise<T>,
-    what: string,
-  ): Promise<T> {
-    const connection = await deadline(
-      this.pool.getConnection(),
-      this.connectTimeoutMs,
-      'connecting',
-      (late) => late.release(),
-    );
-    let healthy = false;
-    try {
-      const result = await deadline(
-        (async () => {
-          if (!this.prepared.has(connection.connection)) {
-            await send(connection, SESSION_SQL, this.sessionValues);
-            this.prepared.add(connection.connection);
-          }
-          return work(connection);
-        })(),
-        this.queryTimeoutMs,
-        what,
-      );
-      healthy = true;
-      return result;
-    } finally {
-      if (healthy) connection.release();
-      else connection.destroy();
-    }
+    return this.connections.transaction(what, operation);
   }
 
   /** leaf_alloc (created if missing, never altered), then frond's own tables. */
@@ -625,21 +501,6 @@ const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) 
 
 function rowValues(tag: NewTag): SqlValue[] {
   return [tag.tag, tag.start.toString(), String(tag.step), tag.description ?? null];
-}
-
-/**
- * `text` on `connection`: with values, as a server-side prepared statement (mysql2 `execute`,
- * kept per connection), the values sent apart from the text and never parsed as SQL; without, as
- * text (a fixed statement: DDL, START TRANSACTION, COMMIT), which saves the prepare.
- */
-function send(
-  connection: mysql.PoolConnection,
-  text: string,
-  values?: readonly SqlValue[],
-): Promise<[unknown, unknown]> {
-  return (
-    values === undefined ? connection.query(text) : connection.execute(text, values as SqlValue[])
-  ) as Promise<[unknown, unknown]>;
 }
 
 function serverIdentity(rows: unknown): string {
@@ -691,39 +552,6 @@ function isNoSuchTable(error: unknown): boolean {
     errorCode(error) === 'ER_NO_SUCH_TABLE' ||
     errorCode((error as Error | undefined)?.cause) === 'ER_NO_SUCH_TABLE'
   );
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/**
- * `promise`, or a rejection after `ms`. What it yields too late goes to `onLate` (a connection back
- * to the pool); a late failure is dropped, since the caller has already been told.
- */
-function deadline<T>(promise: Promise<T>, ms: number, what: string, onLate?: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      done = true;
-      reject(new Error(`no answer within ${ms} ms (${what})`));
-    }, ms);
-    promise.then(
-      (value) => {
-        if (done) return onLate?.(value);
-        done = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }
 
 function maxOf(a: bigint, b: bigint | undefined): bigint {

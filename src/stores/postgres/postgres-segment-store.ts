@@ -1,6 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
-import { silentLogger } from '../../core/logger.js';
+import type { Logger } from '../../core/logger.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import {
   type NewTag,
@@ -10,18 +10,11 @@ import {
   type TagStore,
 } from '../../core/tag-admin.js';
 import { kindOf } from '../../core/tag-kind.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
+import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
 import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
-import {
-  COLUMNS,
-  type NetworkSqlOptions,
-  type OptionRow,
-  opaqueMap,
-  optionsOf,
-  type RawRow,
-  toTagRow,
-} from '../sql/network-sql.js';
+import { COLUMNS, type OptionRow, opaqueMap, optionsOf, type RawRow, toTagRow } from '../sql/leaf-rows.js';
 import type { TableCheck } from '../store-backend.js';
-import { postgresSsl } from './postgres-tls.js';
 import { TableCheckOnce } from './table-check.js';
 
 /**
@@ -133,9 +126,6 @@ interface AdvanceRow {
   table_step: number | null;
 }
 
-/** PostgreSQL reports a commit whose wait for a synchronous standby was cancelled as a WARNING. */
-const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i;
-
 /**
  * `leaf_alloc` in PostgreSQL, shared by any number of nodes. An allocation is one statement
  * (`ADVANCE`: the UPDATE … RETURNING, the high-water record and the kind): its own transaction,
@@ -145,36 +135,18 @@ const SYNC_REPLICATION_CANCELLED = /canceling wait for synchronous replication/i
  */
 export class PostgresSegmentStore implements TagStore, FenceOps {
   readonly description: string;
-  private readonly pool: pg.Pool;
+  private readonly connections: PostgresConnections;
   /**
    * The first query of a store checks the tables, once; a failed check is tried again next time,
    * and so is one whose tables were dropped since (`withTables`).
    */
   private readonly tables = new TableCheckOnce(() => this.checkTable());
 
-  constructor(options: NetworkSqlOptions) {
-    const logger = options.logger ?? silentLogger;
-    this.description = `postgres://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
-    this.pool = new pg.Pool({
-      host: options.host,
-      port: options.port,
-      database: options.database,
-      ...(options.user === undefined ? {} : { user: options.user }),
-      ...(options.password === undefined ? {} : { password: options.password }),
-      max: options.poolSize,
-      connectionTimeoutMillis: options.connectTimeoutMs,
-      statement_timeout: options.queryTimeoutMs,
-      // The client-side bound fires a second later, when the server could not even say it gave up.
-      query_timeout: options.queryTimeoutMs + 1_000,
-      idleTimeoutMillis: 30_000,
-      keepAlive: true,
-      application_name: 'frond',
-      ...(options.tls && { ssl: postgresSsl(options.tls, this.description) }),
-    });
-    // An idle connection that breaks (the server restarted) is dropped by the pool; without this
-    // listener its 'error' event would end the process.
-    this.pool.on('error', (error) => {
-      logger.log('warn', 'store.connection_lost', { store: this.description, error: error.message });
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } = {}) {
+    this.description = describeNetworkSql('postgres', config);
+    this.connections = new PostgresConnections(config, {
+      description: this.description,
+      logger: options.logger,
     });
   }
 
@@ -221,18 +193,8 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
   }
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
-    return this.onClient(async (client) => {
-      await client.query('BEGIN');
-      try {
-        const outcome = await this.fenceIn(client, request);
-        await client.query('COMMIT');
-        return outcome;
-      } catch (error) {
-        // A failed fence leaves nothing behind; if the connection broke, the server rolls back.
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    });
+    // A failed fence leaves nothing behind; if the connection broke, the server rolls back.
+    return this.withTables(() => this.connections.transaction((client) => this.fenceIn(client, request)));
   }
 
   private async fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
@@ -379,50 +341,18 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
     return this.guard(() => this.checkTable());
   }
 
-  async close(): Promise<void> {
-    await this.pool.end();
+  close(): Promise<void> {
+    return this.connections.end();
   }
 
-  /**
-   * `operation` on one pooled connection. A commit whose wait for a synchronous standby was
-   * cancelled (a WARNING, with success) is made a failure: its outcome is not durable, so the
-   * range is thrown away. A connection that failed is closed, not returned to the pool.
-   */
+  /** `operation` on one pooled connection (`PostgresConnections.onClient`), after the table check. */
   private onClient<T>(operation: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.withTables(async () => {
-      const client = await this.pool.connect();
-      let warning: string | undefined;
-      const onNotice = (notice: { message?: string | undefined }) => {
-        if (SYNC_REPLICATION_CANCELLED.test(notice.message ?? '')) warning = notice.message;
-      };
-      client.on('notice', onNotice);
-      // A checked-out client whose connection breaks (the server or a proxy cut it) emits 'error'
-      // and the pool no longer listens for it: without this listener the process would end. The
-      // query in flight fails by itself, and the client is thrown away below.
-      let broken: Error | undefined;
-      const onError = (error: Error) => {
-        broken ??= error;
-      };
-      client.on('error', onError);
-      let failed: unknown;
-      try {
-        const result = await operation(client);
-        if (warning !== undefined) throw new Error(`the commit may not be replicated: ${warning}`);
-        return result;
-      } catch (error) {
-        failed = error;
-        throw error;
-      } finally {
-        client.off('notice', onNotice);
-        client.off('error', onError);
-        client.release(failed === undefined && broken === undefined ? undefined : true);
-      }
-    });
+    return this.withTables(() => this.connections.onClient(operation));
   }
 
   /** One statement on a pooled connection; a failed connection is closed, not returned to the pool. */
   private query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
-    return this.withTables(() => this.pool.query<R>(config));
+    return this.withTables(() => this.connections.query<R>(config));
   }
 
   /**
@@ -468,19 +398,19 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
   private async checkLeafTable(): Promise<TableCheck> {
     const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE false`;
     try {
-      await this.pool.query(probe);
+      await this.connections.query(probe);
       return 'exists';
     } catch (error) {
       if (sqlState(error) === '42703') throw missingColumn(this.description, error);
       if (sqlState(error) !== UNDEFINED_TABLE) throw error;
     }
     try {
-      await this.pool.query(POSTGRES_DDL);
+      await this.connections.query(POSTGRES_DDL);
     } catch (error) {
       // Two nodes creating the table at once: one of them loses with a duplicate in pg_type.
       if (sqlState(error) !== '23505') throw error;
     }
-    await this.pool.query(probe);
+    await this.connections.query(probe);
     return 'created';
   }
 
@@ -488,7 +418,7 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
   private async checkFrondTables(): Promise<void> {
     for (const ddl of POSTGRES_FROND_DDL) {
       try {
-        await this.pool.query(ddl);
+        await this.connections.query(ddl);
       } catch (error) {
         if (sqlState(error) !== '23505') throw error;
       }
@@ -498,12 +428,6 @@ export class PostgresSegmentStore implements TagStore, FenceOps {
 
 /** PostgreSQL's undefined_table. */
 const UNDEFINED_TABLE = '42P01';
-
-/** The SQLSTATE of a PostgreSQL error (`42P01`: no such table). */
-function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 /**
  * A plain tag under a name whose opaque setting outlived its row (deleted by hand) is refused: the

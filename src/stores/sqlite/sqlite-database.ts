@@ -7,7 +7,7 @@ import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '..
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../fencing/fence.js';
-import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
+import { type OptionRow, opaqueMap, optionsOf } from '../sql/leaf-rows.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
