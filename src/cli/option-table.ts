@@ -4,11 +4,11 @@ import { LEAF_STEP_RULES } from '../core/segment-step.js';
 import { MAX_WORKER_ID } from '../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
-import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
+import { DEFAULT_TAG_STEP } from '../core/tag-catalogue.js';
 import { MAX_WORKERS } from '../server/cluster/cluster.js';
 import { RESERVED_DESCRIPTORS } from '../server/http/http-server.js';
 import { DEFAULT_METRICS_TAGS } from '../server/ops/tag-labels.js';
-import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
+import { DEFAULT_FENCE_SKIP } from '../stores/segment-primitive.js';
 import {
   DEFAULT_COORDINATOR_TIMEOUT_MS,
   DEFAULT_LEAF_TMPDIR,

@@ -12,10 +12,10 @@ import {
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
 import { assertValidTag, tagProblem } from './tag.js';
-import type { TagAdmin } from './tag-admin.js';
+import type { TagCatalogue } from './tag-catalogue.js';
 
 /** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
-export type AllocatorStore = SegmentStore & Pick<TagAdmin, 'listTags'>;
+export type AllocatorStore = SegmentStore & Pick<TagCatalogue, 'listTags'>;
 
 export interface SegmentAllocatorOptions extends SegmentBufferOptions {
   /** How often the tag list is read again. Leaf: 60 s. */
@@ -51,7 +51,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private readonly tracked: SegmentStore;
 
   constructor(
-    /** The store as given, so that the server reaches its tag administration through the same object. */
+    /** The store as given, so that the server reaches its tag catalogue through the same object. */
     readonly store: S,
     private readonly clock: Clock,
     private readonly logger: Logger,

@@ -1,7 +1,7 @@
 import mysql from 'mysql2/promise';
 import { silentLogger } from '../core/logger.js';
 import { mysqlSsl } from './mysql-tls.js';
-import type { ConnectionsOptions, NetworkSqlConfig } from './network-sql.js';
+import type { ConnectionsOptions, NetworkSqlConfig, SqlValue } from './network-sql.js';
 
 /**
  * A 64-bit integer parameter. Every value goes to the server as a parameter of a prepared
@@ -32,7 +32,7 @@ const SQL_MODE = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTIT
 
 /**
  * Prepared statements each connection keeps (mysql2 closes the least recently used one beyond
- * it). The segment store prepares about 15 distinct statements, their texts fixed (values never
+ * it). The segment store prepares fewer than 20 distinct statements, their texts fixed (values never
  * enter them), so 64 keeps every one prepared once per connection; mysql2's default, 16,000 per
  * connection, could with a pool of 20 exceed the server's limit for all sessions together
  * (max_prepared_stmt_count, 16,382 by default), which Leaf's servers share.
@@ -41,7 +41,6 @@ const MAX_PREPARED_STATEMENTS = 64;
 
 /** A statement on one connection: a prepared one with `values`, text without (its text is fixed). */
 export type Sql = (text: string, values?: readonly SqlValue[]) => Promise<[unknown, unknown]>;
-export type SqlValue = string | number | null;
 
 /**
  * A pool of connections to one MySQL or MariaDB database (InnoDB), as frond uses it for anything

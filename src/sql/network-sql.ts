@@ -22,6 +22,9 @@ export interface NetworkSqlConfig {
   tls?: NetworkSqlTls;
 }
 
+/** A value sent to the server as a parameter, never in SQL text (integers as decimal text). */
+export type SqlValue = string | number | null;
+
 export interface ConnectionsOptions {
   /** The database as logs name it, without the password (`describeNetworkSql`). */
   description: string;

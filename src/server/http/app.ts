@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../core/logger.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { createIdHandlers } from '../ids/id-handlers.js';
 import { type LeafErrorKind, sendLeafError } from '../leaf/leaf-errors.js';
 import type { OpaqueTags } from '../opaque/opaque-tags.js';
@@ -18,7 +18,7 @@ import { createRouter } from './router.js';
 
 export interface AppDeps {
   /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
-  segment: SegmentAllocator<TagStore> | undefined;
+  segment: SegmentAllocator<CataloguedStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
   /** Which tags are opaque; every tag is plain when absent (tests). */

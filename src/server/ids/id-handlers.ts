@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { sendJson } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import type { LeafErrorKind } from '../leaf/leaf-errors.js';
@@ -14,7 +14,7 @@ import { createV1Handlers, type V1Handlers } from './v1-handlers.js';
 
 export interface IdHandlerDeps {
   /** Absent when segment mode is off (`--no-segment`). */
-  segment: SegmentAllocator<TagStore> | undefined;
+  segment: SegmentAllocator<CataloguedStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
   /** The epoch used to decode IDs, also when snowflake mode is off. */

@@ -3,7 +3,7 @@ import { describeError, ERROR_CODES, FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { formatDomain, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import { assertValidTag } from '../../core/tag.js';
-import { DEFAULT_TAG_STEP, type TagStore } from '../../core/tag-admin.js';
+import { DEFAULT_TAG_STEP, type TagCatalogue } from '../../core/tag-catalogue.js';
 import type { OpaqueTags } from './opaque-tags.js';
 
 /** A tag the configuration declares opaque (`--opaque-tag TAG=DOMAIN`, `"opaque-tag"` in --config). */
@@ -47,17 +47,17 @@ export type DeclaredOutcome = 'created' | 'present';
  * Store failures are thrown as they are (the caller retries them).
  */
 export async function applyDeclaredOpaqueTags(
-  store: TagStore,
+  store: TagCatalogue,
   opaque: OpaqueTags,
   declared: readonly DeclaredOpaqueTag[],
 ): Promise<Map<string, DeclaredOutcome>> {
   const outcomes = new Map<string, DeclaredOutcome>();
   for (const { tag, domain } of declared) {
     const wanted = formatDomain(domain);
-    let options = await store.tagOptions(tag);
+    let options = await store.tag(tag);
     if (options === undefined) {
       try {
-        await store.addOpaqueTag(
+        await store.addTag(
           { tag, step: DEFAULT_TAG_STEP, start: 1n, description: null },
           opaque.settingFor(tag, domain),
         );
@@ -66,7 +66,7 @@ export async function applyDeclaredOpaqueTags(
       } catch (error) {
         // Another node declaring the same tag created it first: check what it made.
         if (!(error instanceof FrondError && error.code === 'TAG_EXISTS')) throw error;
-        options = await store.tagOptions(tag);
+        options = await store.tag(tag);
         if (options === undefined) throw error;
       }
     }
@@ -114,7 +114,7 @@ export class OpaqueDeclaration {
   private closed = false;
 
   constructor(
-    private readonly store: TagStore,
+    private readonly store: TagCatalogue,
     private readonly opaque: OpaqueTags,
     private readonly declared: readonly DeclaredOpaqueTag[],
     private readonly clock: Clock,

@@ -1,6 +1,6 @@
 // What the stores on a database server (PostgreSQL, MySQL) read alike from Leaf's `leaf_alloc` and
 // frond's `frond_tag_options`; SQLite reads the options the same way (its rows come typed apart).
-import type { OpaqueSetting, TagRow } from '../../core/tag-admin.js';
+import type { OpaqueSetting, TagRow } from '../../core/tag-catalogue.js';
 
 /** A `leaf_alloc` row as both drivers return it: BIGINT as text, so values above 2^53 stay exact. */
 export interface RawRow {
@@ -30,21 +30,17 @@ export interface OptionRow {
   key_check: string | null;
 }
 
-/** `tagOptions`' answer from the joined row: undefined without a leaf_alloc row. */
-export function optionsOf(row: OptionRow | undefined): { opaque: OpaqueSetting | null } | undefined {
-  if (row === undefined) return undefined;
-  return {
-    opaque:
-      row.opaque_domain === null || row.key_check === null
-        ? null
-        : { domain: row.opaque_domain, keyCheck: row.key_check },
-  };
+/** The opaque setting of a joined row; null for a plain tag. */
+export function settingOf(row: OptionRow): OpaqueSetting | null {
+  return row.opaque_domain === null || row.key_check === null
+    ? null
+    : { domain: row.opaque_domain, keyCheck: row.key_check };
 }
 
 export function opaqueMap(rows: readonly OptionRow[]): Map<string, OpaqueSetting> {
   const map = new Map<string, OpaqueSetting>();
   for (const row of rows) {
-    const setting = optionsOf(row)?.opaque;
+    const setting = settingOf(row);
     if (setting && row.biz_tag !== undefined) map.set(row.biz_tag, setting);
   }
   return map;
