@@ -139,6 +139,13 @@ export function describeSegmentStore(
         assert.equal(row?.description, 'first');
         assert.ok(row?.updateTime instanceof Date && !Number.isNaN(row.updateTime.getTime()));
         assert.equal(rows.find((r) => r.tag === b)?.description, null);
+        // From a tag on (`/db` pages): the rows after it, in order; a store may answer more than the limit.
+        const later = await store.listRows(a, 1000);
+        assert.ok(!later.some((r) => r.tag === a) && later.some((r) => r.tag === b));
+        const first = await store.listRows(undefined, 1);
+        assert.ok(first.length >= 1);
+        // One tag with its setting, in one read.
+        assert.deepEqual(await store.tag(a), { ...row, opaque: null });
         assert.equal(await store.tag(randomTag()), undefined);
       }));
 

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import { describeError, FrondError, isFrondError } from './errors.js';
+import { describeError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
@@ -12,7 +12,7 @@ import {
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
 import { assertValidTag, tagProblem } from './tag.js';
-import type { TagCatalogue } from './tag-catalogue.js';
+import { type TagCatalogue, tagNotFound } from './tag-catalogue.js';
 
 /** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
 export type AllocatorStore = SegmentStore & Pick<TagCatalogue, 'listTags'>;
@@ -195,7 +195,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     let buffer = this.buffers.get(tag);
     if (buffer === undefined) {
       const missingUntil = this.missing.get(tag);
-      if (missingUntil !== undefined && missingUntil > this.clock.now()) throw notFound(tag);
+      if (missingUntil !== undefined && missingUntil > this.clock.now()) throw tagNotFound(tag);
       buffer = this.createBuffer(assertValidTag(tag));
       this.buffers.set(tag, buffer);
     }
@@ -225,8 +225,4 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
       void this.refresh().finally(() => this.scheduleRefresh());
     }, this.options.tagRefreshMs);
   }
-}
-
-function notFound(tag: string): FrondError {
-  return new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
 }

@@ -54,8 +54,8 @@ export async function applyDeclaredOpaqueTags(
   const outcomes = new Map<string, DeclaredOutcome>();
   for (const { tag, domain } of declared) {
     const wanted = formatDomain(domain);
-    let options = await store.tag(tag);
-    if (options === undefined) {
+    let entry = await store.tag(tag);
+    if (entry === undefined) {
       try {
         await store.addTag(
           { tag, step: DEFAULT_TAG_STEP, start: 1n, description: null },
@@ -66,19 +66,19 @@ export async function applyDeclaredOpaqueTags(
       } catch (error) {
         // Another node declaring the same tag created it first: check what it made.
         if (!(error instanceof FrondError && error.code === 'TAG_EXISTS')) throw error;
-        options = await store.tag(tag);
-        if (options === undefined) throw error;
+        entry = await store.tag(tag);
+        if (entry === undefined) throw error;
       }
     }
-    if (options.opaque === null)
+    if (entry.opaque === null)
       throw fixed(
         `tag ${tag} is a plain tag in the store, whose segment IDs may have been handed out as they are: it cannot become opaque (its opaque IDs could equal them). Declare a new tag opaque instead`,
       );
-    if (options.opaque.domain !== wanted)
+    if (entry.opaque.domain !== wanted)
       throw fixed(
-        `tag ${tag} is opaque ${options.opaque.domain} in the store, not ${wanted}: a tag's domain is fixed when it is created (another one could repeat an ID already handed out). Declare ${tag}=${options.opaque.domain}, or a new tag`,
+        `tag ${tag} is opaque ${entry.opaque.domain} in the store, not ${wanted}: a tag's domain is fixed when it is created (another one could repeat an ID already handed out). Declare ${tag}=${entry.opaque.domain}, or a new tag`,
       );
-    if (opaque.matches(tag, options.opaque) === false)
+    if (opaque.matches(tag, entry.opaque) === false)
       throw new FrondError(
         'OPAQUE_SECRET_MISMATCH',
         `tag ${tag} is opaque under another secret than this node's (fingerprint ${opaque.fingerprint}): every node must have the same FROND_OPAQUE_SECRET(_FILE)`,

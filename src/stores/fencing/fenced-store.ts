@@ -25,9 +25,9 @@ const MAX_ROUNDS = 4;
  * not its business (served-store.ts puts the two together).
  *
  * 1. Each advance is checked in its own transaction against frond's fence row (the primitive's
- *    `advance`: every store has it); a row that names another database, or none, means this one may have lost
- *    grants: the node fences (one guarded transaction, one node does it, the others find it done)
- *    and advances again.
+ *    `advance`: every store has it); a row that names another database, or none, means this one
+ *    may have lost grants: the node fences (one guarded transaction, one node does it, the others
+ *    find it done) and advances again.
  * 2. A grant that starts below the highest max_id this node was ever granted (remembered durably
  *    in the data dir, `HighWaterFile`) means the database went back: it is thrown away, and the
  *    database is fenced past it: every tag up by the skip, so past what the other nodes (or the
