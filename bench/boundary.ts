@@ -132,7 +132,7 @@ export async function runBoundary(
       summary,
       section: {
         title: `Segment boundaries: step ${integer(options.step)}, ${options.latencyMs} ms of database latency vs none`,
-        method: `Two servers (bench/servers/latency-server.ts: frond's HTTP app and SegmentAllocator, SQLite, the step held at ${integer(options.step)}), one behind **LatencyStore** (bench/lib/latency-store.ts), a decorator that waits ${options.latencyMs} ms before every store call. The Leaf endpoint of one tag; the two servers alternate in ${options.rounds} rounds of ${options.runS} s; figures are medians of the rounds, latencies in ms. Fixed rate: the open-loop generator; saturation: autocannon, ${options.connections} connections.`,
+        method: `Two servers (bench/servers/latency-server.ts: frond's HTTP app and SegmentAllocator, SQLite, the step held at ${integer(options.step)}), one behind **withLatency** (bench/lib/latency-store.ts), a decorator that waits ${options.latencyMs} ms before every store call. The Leaf endpoint of one tag; the two servers alternate in ${options.rounds} rounds of ${options.runS} s; figures are medians of the rounds, latencies in ms. Fixed rate: the open-loop generator; saturation: autocannon, ${options.connections} connections.`,
         table: table(
           [
             'Load',

@@ -131,7 +131,7 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
   const secret = OpaqueSecret.fromText(secretHex, 'bench');
   const domain = { kind: 'digits', digits: 11 } as const;
   const opaqueStore = new SqliteSegmentStore(join(dataDir, 'frond.db'));
-  await opaqueStore.addOpaqueTag(
+  await opaqueStore.addTag(
     { tag: 'bench-opaque', step: 1000, start: 1n },
     { domain: 'digits:11', keyCheck: secret.keyCheck('bench-opaque', domain) },
   );

@@ -11,6 +11,8 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core
 import { LEAF_STEP_RULES } from '../src/core/segment-step.js';
 import { SnowflakeGenerator } from '../src/core/snowflake-generator.js';
 import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
+import { DEFAULT_FENCE_SKIP } from '../src/stores/segment-primitive.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { type Section, table } from './lib/markdown.js';
 import { countDuplicateStrings, countDuplicates, integer, median, percent, si } from './lib/stats.js';
@@ -95,7 +97,12 @@ const putString = (keys: Keys, i: number, id: string) => {
 };
 
 async function frondSegment(): Promise<{ cases: Case[]; close: () => Promise<void> }> {
-  const store = new SqliteSegmentStore(join(tempDir('frond-bench-'), 'frond.db'));
+  // Composed as `frond serve` does: the fenced store and its data dir's journal (servedStore).
+  const dir = tempDir('frond-bench-');
+  const store = servedStore(new SqliteSegmentStore(join(dir, 'frond.db')), {
+    dataDir: dir,
+    fenceSkip: DEFAULT_FENCE_SKIP,
+  });
   // A big step (10 M), as a busy tag reaches with Leaf's doubling; each load is one SQLite transaction.
   const step = 10_000_000;
   // Two tags: one whose IDs are numbers (below 2^53), one whose IDs are bigints (above 2^62).

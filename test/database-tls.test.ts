@@ -11,6 +11,7 @@ import { openStore } from '../src/stores/store-registry.js';
 import { startFrond, tempDir } from './support/frond-process.js';
 import { httpGet } from './support/http-get.js';
 import { serviceMissing } from './support/service-gate.js';
+import { unjournaled } from './support/store-views.js';
 import {
   makeCertificates,
   missingTool,
@@ -29,7 +30,7 @@ async function allocate(spec: string): Promise<bigint> {
     await store.init?.();
     const tag = `tls_${Math.random().toString(36).slice(2, 10)}`;
     await store.addTag({ tag, step: 10, start: 1n, description: null });
-    const allocation = await store.advance(tag);
+    const allocation = await unjournaled(store).advance(tag);
     assert.ok(allocation);
     return allocation.maxId;
   } finally {

@@ -8,9 +8,9 @@ import { describe, it } from 'node:test';
 import { SERVE_OPTIONS } from '../src/cli/option-table.js';
 import { ERROR_CODES } from '../src/core/errors.js';
 import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
-import { DEFAULT_TAG_STEP } from '../src/core/tag-admin.js';
+import { DEFAULT_TAG_STEP } from '../src/core/tag-catalogue.js';
 import { MAX_COUNT, MAX_RANGE_COUNT } from '../src/server/ids/v1-handlers.js';
-import { DEFAULT_FENCE_SKIP } from '../src/stores/fencing/fence.js';
+import { DEFAULT_FENCE_SKIP } from '../src/stores/segment-primitive.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');

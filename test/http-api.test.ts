@@ -61,7 +61,7 @@ function runsSize(body: RangesBody): number {
 async function maxIdOf(dataDir: string, tag: string): Promise<bigint | undefined> {
   const store = new SqliteSegmentStore(`${dataDir}/frond.db`);
   try {
-    return (await store.getTag(tag))?.maxId;
+    return (await store.tag(tag))?.maxId;
   } finally {
     await store.close();
   }

@@ -7,19 +7,26 @@ const ROOT = resolve(import.meta.dirname, '..');
 
 /**
  * The layers, bottom up, and what each may import (besides itself). The core is pure: no other
- * layer, no npm package, no Node built-in (no I/O). Backends see only the core and never each
- * other; the server composes them; the CLI sits on top. The SDK is a separate package that
+ * layer, no npm package, no Node built-in (no I/O). Backends see only the core (and the SQL
+ * connection layer below them) and never each other; the server composes them; the CLI sits on top. The SDK is a separate package that
  * imports nothing of the server.
  */
 const LAYERS: Record<string, { may: string[]; packages: boolean }> = {
   'src/core': { may: [], packages: false },
   // Node platform helpers every backend needs alike (directories): I/O, so not the core's.
   'src/platform': { may: ['src/core'], packages: true },
-  'src/stores': { may: ['src/core', 'src/platform'], packages: true },
-  'src/worker-ids': { may: ['src/core', 'src/platform'], packages: true },
-  'src/server': { may: ['src/core', 'src/platform', 'src/stores', 'src/worker-ids'], packages: true },
+  // Connections to a database server (URL, TLS, redaction, pools): shared by the stores and by a
+  // worker-ID source that keeps its leases in the same database, neither of which may import the
+  // other; it knows nothing of what they keep there.
+  'src/sql': { may: ['src/core', 'src/platform'], packages: true },
+  'src/stores': { may: ['src/core', 'src/platform', 'src/sql'], packages: true },
+  'src/worker-ids': { may: ['src/core', 'src/platform', 'src/sql'], packages: true },
+  'src/server': {
+    may: ['src/core', 'src/platform', 'src/sql', 'src/stores', 'src/worker-ids'],
+    packages: true,
+  },
   'src/cli': {
-    may: ['src/core', 'src/platform', 'src/stores', 'src/worker-ids', 'src/server'],
+    may: ['src/core', 'src/platform', 'src/sql', 'src/stores', 'src/worker-ids', 'src/server'],
     packages: true,
   },
   'packages/client/src': { may: [], packages: false },
@@ -134,6 +141,11 @@ describe('layers', () => {
     );
     assert.equal(violation('src/cli/serve.ts', '../server/start/start-server.js'), undefined);
     assert.equal(violation('src/stores/sqlite/x.ts', '../../core/errors.js'), undefined);
+    // Stores and worker-ID sources share the SQL connection layer; it sees neither of them.
+    assert.equal(violation('src/stores/sql/x.ts', '../../sql/postgres-connections.js'), undefined);
+    assert.equal(violation('src/worker-ids/sql/x.ts', '../../sql/mysql-connections.js'), undefined);
+    assert.match(violation('src/sql/x.ts', '../stores/sql/leaf-rows.js') ?? '', /may import only/);
+    assert.match(violation('src/sql/x.ts', '../worker-ids/lease/x.js') ?? '', /may import only/);
     assert.deepEqual(
       importsOf(
         "import { a } from './a.js';\nimport type { B } from '../b.js';\nconst c = await import('./c.js');",

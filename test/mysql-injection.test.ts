@@ -2,15 +2,16 @@ import assert from 'node:assert/strict';
 import { after, describe, it, type TestContext } from 'node:test';
 import mysql from 'mysql2/promise';
 import { isFrondError } from '../src/core/errors.js';
-import type { OpaqueSetting } from '../src/core/tag-admin.js';
+import type { OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
-import { FencedStore } from '../src/stores/fencing/fenced-store.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
 import type { MysqlSegmentStore } from '../src/stores/mysql/mysql-segment-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { mariadbBinaries, SqlModeServer } from './support/mariadb-sql-mode.js';
 import { serviceMissing } from './support/service-gate.js';
+import { bare, unjournaled } from './support/store-views.js';
 import { createDatabase, type TestDatabase } from './support/test-database.js';
 
 /**
@@ -224,16 +225,14 @@ const rejectsWith = (code: string, operation: () => Promise<unknown>) => () =>
 
 /** Rows of other tags, of frond's tables and the fence row, for the corpus to leave alone. */
 async function seed(store: MysqlSegmentStore): Promise<void> {
+  const plain = unjournaled(store);
   await store.fence({ observedEpoch: 0, aboveEpoch: 0, skip: 0n, atLeast: new Map() });
   await store.addTag({ tag: 'victim', step: 10, start: 1000n, description: 'victim' });
   await store.addTag({ tag: 'z', step: 7, start: 2000n });
   await store.addTag({ tag: 'a', step: 7, start: 3000n });
-  await store.addOpaqueTag(
-    { tag: 'victim-opaque', step: 10, start: 1n },
-    { domain: 'bits:20', keyCheck: 'k' },
-  );
-  for (const tag of ['victim', 'z', 'a', 'victim-opaque']) assert.ok(await store.advance(tag));
-  assert.equal((await store.advanceFenced('victim'))?.kind, 'granted');
+  await store.addTag({ tag: 'victim-opaque', step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' });
+  for (const tag of ['victim', 'z', 'a', 'victim-opaque']) assert.ok(await plain.advance(tag));
+  assert.equal((await store.advance('victim'))?.kind, 'granted');
 }
 
 for (const target of TARGETS) {
@@ -242,6 +241,7 @@ for (const target of TARGETS) {
       const opened = await target.open(t);
       if (opened === undefined) return;
       const store = openStore(opened.url) as MysqlSegmentStore;
+      const plain = unjournaled(store);
       try {
         await seed(store);
         const epoch = Number((await snapshot(opened.observer)).fence[0]?.epoch);
@@ -249,16 +249,18 @@ for (const target of TARGETS) {
           const check = (what: string, operation: () => Promise<unknown>): Promise<OwnRows> =>
             confined(opened, tag, what, operation);
           // Without a row: nothing found, nothing written.
-          await check('getTag', async () => assert.equal(await store.getTag(tag), undefined));
-          await check('tagOptions', async () => assert.equal(await store.tagOptions(tag), undefined));
-          await check('advance', async () => assert.equal(await store.advance(tag), undefined));
-          await check('advance', async () => assert.equal(await store.advance(tag, 5), undefined));
-          await check('advanceFenced', async () => assert.equal(await store.advanceFenced(tag), undefined));
+          await check('tag', async () => assert.equal(await store.tag(tag), undefined));
+          await check('tag', async () => assert.equal(await store.tag(tag), undefined));
+          await check('unjournaled advance', async () => assert.equal(await plain.advance(tag), undefined));
+          await check('unjournaled advance', async () =>
+            assert.equal(await plain.advance(tag, 5), undefined),
+          );
+          await check('primitive advance', async () => assert.equal(await store.advance(tag), undefined));
           await check(
             'setStep',
             rejectsWith('TAG_NOT_FOUND', () => store.setStep(tag, 7)),
           );
-          const none = await check('getTag', async () => undefined);
+          const none = await check('tag', async () => undefined);
           assert.deepEqual(none, { leaf: [], highWater: [], options: [] }, shown(tag));
           // Its row, its name and description stored byte for byte.
           const added = await check('addTag', () =>
@@ -271,31 +273,31 @@ for (const target of TARGETS) {
             'addTag',
             rejectsWith('TAG_EXISTS', () => store.addTag({ tag, step: 20, start: 1n })),
           );
-          await check('getTag', async () => {
-            const row = await store.getTag(tag);
+          await check('tag', async () => {
+            const row = await store.tag(tag);
             assert.equal(row?.tag, tag);
             assert.equal(row?.maxId, 5n);
             assert.equal(row?.step, 10);
             assert.equal(row?.description, tag);
           });
-          await check('advance', async () =>
-            assert.deepEqual(await store.advance(tag), {
+          await check('unjournaled advance', async () =>
+            assert.deepEqual(await plain.advance(tag), {
               maxId: 15n,
               step: 10,
               tableStep: 10,
               kind: PLAIN_KIND,
             }),
           );
-          await check('advance', async () =>
-            assert.deepEqual(await store.advance(tag, 3), {
+          await check('unjournaled advance', async () =>
+            assert.deepEqual(await plain.advance(tag, 3), {
               maxId: 18n,
               step: 3,
               tableStep: 10,
               kind: PLAIN_KIND,
             }),
           );
-          const fenced = await check('advanceFenced', async () => {
-            const result = await store.advanceFenced(tag);
+          const fenced = await check('primitive advance', async () => {
+            const result = await store.advance(tag);
             assert.equal(result?.kind, 'granted');
             assert.equal(result.kind === 'granted' && result.epoch, epoch);
             assert.deepEqual(result.kind === 'granted' && result.allocation, {
@@ -309,12 +311,10 @@ for (const target of TARGETS) {
           assert.deepEqual(fenced.highWater, [{ tag: hexOf(tag), max_id: '28' }]);
           const stepped = await check('setStep', () => store.setStep(tag, 20));
           assert.equal(stepped.leaf[0]?.step, 20);
-          await check('tagOptions', async () =>
-            assert.deepEqual(await store.tagOptions(tag), { opaque: null }),
-          );
+          await check('tag', async () => assert.deepEqual((await store.tag(tag))?.opaque, null));
           await check(
-            'addOpaqueTag',
-            rejectsWith('TAG_EXISTS', () => store.addOpaqueTag({ tag, step: 10, start: 1n }, SETTING)),
+            'addTag opaque',
+            rejectsWith('TAG_EXISTS', () => store.addTag({ tag, step: 10, start: 1n }, SETTING)),
           );
           await check('listTags', async () =>
             assert.equal((await store.listTags()).filter((name) => name === tag).length, 1),
@@ -331,31 +331,30 @@ for (const target of TARGETS) {
       const opened = await target.open(t);
       if (opened === undefined) return;
       const store = openStore(opened.url) as MysqlSegmentStore;
+      const plain = unjournaled(store);
       try {
         await seed(store);
         for (const tag of CORPUS) {
           const check = (what: string, operation: () => Promise<unknown>): Promise<OwnRows> =>
             confined(opened, tag, what, operation);
-          const added = await check('addOpaqueTag', () =>
-            store.addOpaqueTag({ tag, step: 10, start: 1n, description: tag }, SETTING),
+          const added = await check('addTag opaque', () =>
+            store.addTag({ tag, step: 10, start: 1n, description: tag }, SETTING),
           );
           assert.deepEqual(added.options, [
             { tag: hexOf(tag), domain: hexOf(SETTING.domain), key_check: hexOf(SETTING.keyCheck) },
           ]);
           assert.equal(added.leaf.length, 1, shown(tag));
-          await check('tagOptions', async () =>
-            assert.deepEqual(await store.tagOptions(tag), { opaque: SETTING }),
-          );
-          await check('advance', async () =>
-            assert.deepEqual(await store.advance(tag), {
+          await check('tag', async () => assert.deepEqual((await store.tag(tag))?.opaque, SETTING));
+          await check('unjournaled advance', async () =>
+            assert.deepEqual(await plain.advance(tag), {
               maxId: 11n,
               step: 10,
               tableStep: 10,
               kind: { opaque: SETTING },
             }),
           );
-          await check('advanceFenced', async () => {
-            const result = await store.advanceFenced(tag, 4);
+          await check('primitive advance', async () => {
+            const result = await store.advance(tag, 4);
             assert.deepEqual(result?.kind === 'granted' && result.allocation, {
               maxId: 15n,
               step: 4,
@@ -378,10 +377,10 @@ for (const target of TARGETS) {
           );
           assert.deepEqual(refused.leaf, [], shown(tag));
           await check(
-            'addOpaqueTag',
-            rejectsWith('OPAQUE_TAG_FIXED', () => store.addOpaqueTag({ tag, step: 10, start: 1n }, SETTING)),
+            'addTag opaque',
+            rejectsWith('OPAQUE_TAG_FIXED', () => store.addTag({ tag, step: 10, start: 1n }, SETTING)),
           );
-          await check('getTag', async () => assert.equal(await store.getTag(tag), undefined));
+          await check('tag', async () => assert.equal(await store.tag(tag), undefined));
         }
       } finally {
         await store.close();
@@ -419,7 +418,7 @@ describeSegmentStore(
   'MariaDB with NO_BACKSLASH_ESCAPES',
   async (t) => {
     const database = await contractStore(t);
-    return database && openStore(database.url);
+    return database && bare(openStore(database.url));
   },
   raw,
 );
@@ -428,9 +427,7 @@ describeSegmentStore(
   'MariaDB with NO_BACKSLASH_ESCAPES, fenced',
   async (t) => {
     const database = await contractStore(t);
-    return (
-      database && new FencedStore(openStore(database.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 })
-    );
+    return database && servedStore(openStore(database.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
   },
   raw,
 );

@@ -3,12 +3,12 @@ import { after, describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
 import type { Allocation } from '../src/core/segment-store.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
-import { type FenceOps, hasFenceOps } from '../src/stores/fencing/fence.js';
-import { FencedStore } from '../src/stores/fencing/fenced-store.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
 import type { OpenedStore } from '../src/stores/store-backend.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { bare, unjournaled } from './support/store-views.js';
 import { type TestDatabase, testDatabase } from './support/test-database.js';
 
 // The PostgreSQL store against names and settings built to break SQL, and against frond's tables
@@ -18,12 +18,8 @@ import { type TestDatabase, testDatabase } from './support/test-database.js';
 const database = testDatabase('postgres');
 after(() => database.drop());
 
-type PgStore = OpenedStore & FenceOps;
-
-function openPg(db: TestDatabase): PgStore {
-  const store = openStore(db.url);
-  assert.ok(hasFenceOps(store));
-  return store;
+function openPg(db: TestDatabase): OpenedStore {
+  return openStore(db.url);
 }
 
 /**
@@ -107,18 +103,19 @@ describe('PostgreSQL store: names and settings are data, never SQL', () => {
   it('serves every corpus name through each call and leaves every other row as it was', (t) =>
     withDatabase(t, async (db) => {
       const store = openPg(db);
+      const grants = unjournaled(store);
       try {
         // Rows the corpus must not touch: a plain tag, an opaque one, their high-water, the fence.
         const plain = randomTag('keep');
         const opaque = randomTag('keep');
         await store.addTag({ tag: plain, step: 7, start: 100n, description: 'kept' });
-        await store.addOpaqueTag({ tag: opaque, step: 7, start: 100n }, { domain: 'bits:20', keyCheck: 'k' });
-        assert.equal((await store.advance(plain))?.maxId, 107n);
-        assert.equal((await store.advance(opaque))?.maxId, 107n);
-        // The first fenced advance on a database finds no fence row: the fence records it.
-        assert.equal((await store.advanceFenced(plain))?.kind, 'unfenced');
+        await store.addTag({ tag: opaque, step: 7, start: 100n }, { domain: 'bits:20', keyCheck: 'k' });
+        // The first advance on a database finds no fence row: nothing is reserved; the fence records it.
+        assert.equal((await store.advance(plain))?.kind, 'unfenced');
         await store.fence({ observedEpoch: 0, aboveEpoch: 0, skip: 0n, atLeast: new Map() });
-        assert.equal((await store.advanceFenced(plain))?.kind, 'granted');
+        assert.equal((await grants.advance(plain))?.maxId, 107n);
+        assert.equal((await grants.advance(opaque))?.maxId, 107n);
+        assert.equal((await store.advance(plain))?.kind, 'granted');
         const names = [...CORPUS, ...CORPUS.map(opaqueName)];
         const before = await tablesExcept(db, names);
         assert.equal(before.fence.length, 1);
@@ -126,37 +123,36 @@ describe('PostgreSQL store: names and settings are data, never SQL', () => {
         for (const name of CORPUS) {
           const twin = opaqueName(name);
           // Before the row exists: nothing found, nothing changed.
-          assert.equal(await store.getTag(name), undefined, name);
-          assert.equal(await store.tagOptions(name), undefined, name);
+          assert.equal(await store.tag(name), undefined, name);
+          assert.equal(await grants.advance(name), undefined, name);
+          assert.equal(await grants.advance(name, 3), undefined, name);
           assert.equal(await store.advance(name), undefined, name);
-          assert.equal(await store.advance(name, 3), undefined, name);
-          assert.equal(await store.advanceFenced(name), undefined, name);
           await assert.rejects(store.setStep(name, 5), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
 
           await store.addTag({ tag: name, step: 10, start: 1n, description: name });
-          const row = await store.getTag(name);
+          const row = await store.tag(name);
           assert.equal(row?.tag, name);
           assert.equal(row?.description, name);
-          assert.deepEqual(await store.advance(name), {
+          assert.deepEqual(await grants.advance(name), {
             maxId: 11n,
             step: 10,
             tableStep: 10,
             kind: PLAIN_KIND,
           });
-          const fenced = await store.advanceFenced(name, 4);
+          const fenced = await store.advance(name, 4);
           assert.equal(fenced?.kind, 'granted', name);
           assert.deepEqual(fenced.allocation, { maxId: 15n, step: 4, tableStep: 10, kind: PLAIN_KIND });
           await store.setStep(name, 5);
-          assert.equal((await store.getTag(name))?.step, 5);
+          assert.equal((await store.tag(name))?.step, 5);
           await assert.rejects(store.addTag({ tag: name, step: 1, start: 1n }), (error) =>
             isFrondError(error, 'TAG_EXISTS'),
           );
-          assert.deepEqual(await store.tagOptions(name), { opaque: null });
+          assert.deepEqual((await store.tag(name))?.opaque, null);
 
-          await store.addOpaqueTag({ tag: twin, step: 10, start: 1n, description: name }, SETTING);
-          assert.deepEqual(await store.tagOptions(twin), { opaque: SETTING });
-          assert.deepEqual((await store.advance(twin))?.kind, { opaque: SETTING });
-          await assert.rejects(store.addOpaqueTag({ tag: name, step: 10, start: 1n }, SETTING), (error) =>
+          await store.addTag({ tag: twin, step: 10, start: 1n, description: name }, SETTING);
+          assert.deepEqual((await store.tag(twin))?.opaque, SETTING);
+          assert.deepEqual((await grants.advance(twin))?.kind, { opaque: SETTING });
+          await assert.rejects(store.addTag({ tag: name, step: 10, start: 1n }, SETTING), (error) =>
             isFrondError(error, 'TAG_EXISTS'),
           );
 
@@ -212,30 +208,27 @@ describe('PostgreSQL store: names and settings are data, never SQL', () => {
   it('refuses a name with NUL, which PostgreSQL text cannot hold, and changes nothing', (t) =>
     withDatabase(t, async (db) => {
       const store = openPg(db);
+      const grants = unjournaled(store);
       try {
         const keep = randomTag('keep');
         await store.addTag({ tag: keep, step: 5, start: 1n });
-        await store.advance(keep);
+        await grants.advance(keep);
         const before = await tablesExcept(db, []);
         const name = "a\u0000'; UPDATE leaf_alloc SET max_id=1; --";
         const refused = (error: unknown) => isFrondError(error, 'STORE_UNAVAILABLE');
         await assert.rejects(store.addTag({ tag: name, step: 5, start: 1n }), refused);
-        await assert.rejects(store.addOpaqueTag({ tag: name, step: 5, start: 1n }, SETTING), refused);
+        await assert.rejects(store.addTag({ tag: name, step: 5, start: 1n }, SETTING), refused);
+        await assert.rejects(grants.advance(name), refused);
         await assert.rejects(store.advance(name), refused);
-        await assert.rejects(store.advanceFenced(name), refused);
-        await assert.rejects(store.getTag(name), refused);
+        await assert.rejects(store.tag(name), refused);
         await assert.rejects(store.setStep(name, 9), refused);
-        await assert.rejects(store.tagOptions(name), refused);
         await assert.rejects(
-          store.addOpaqueTag(
-            { tag: randomTag(), step: 5, start: 1n },
-            { domain: 'bits:20', keyCheck: 'a\u0000' },
-          ),
+          store.addTag({ tag: randomTag(), step: 5, start: 1n }, { domain: 'bits:20', keyCheck: 'a\u0000' }),
           refused,
         );
         assert.deepEqual(await tablesExcept(db, []), before);
         // The store still serves: a refused statement broke nothing.
-        assert.equal((await store.advance(keep))?.maxId, 11n);
+        assert.equal((await grants.advance(keep))?.maxId, 11n);
       } finally {
         await store.close();
       }
@@ -261,8 +254,8 @@ function assertIncreasing(ranges: readonly [bigint, bigint][]): void {
 describe("PostgreSQL store: frond's tables dropped under an open store", () => {
   it('goes on after frond_high_water and frond_fence are dropped: ranges never overlap and increase', (t) =>
     withDatabase(t, async (db) => {
-      const plain = openPg(db);
-      const fenced = new FencedStore(openPg(db), { dataDir: tempDir(), fenceSkip: 1_000 });
+      const plain = bare(openPg(db));
+      const fenced = servedStore(openPg(db), { dataDir: tempDir(), fenceSkip: 1_000 });
       try {
         const tag = randomTag();
         await plain.addTag({ tag, step: 10, start: 1n });
@@ -299,17 +292,23 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
   it('goes on after frond_tag_options is dropped, and reads the kind from the table created again', (t) =>
     withDatabase(t, async (db) => {
       const store = openPg(db);
+      const grants = unjournaled(store);
       try {
         const tag = randomTag();
         await store.addTag({ tag, step: 10, start: 1n });
-        assert.deepEqual((await store.advance(tag))?.kind, PLAIN_KIND);
+        assert.deepEqual((await grants.advance(tag))?.kind, PLAIN_KIND);
         await db.sql('DROP TABLE frond_tag_options');
-        assert.deepEqual(await store.advance(tag), { maxId: 21n, step: 10, tableStep: 10, kind: PLAIN_KIND });
+        assert.deepEqual(await grants.advance(tag), {
+          maxId: 21n,
+          step: 10,
+          tableStep: 10,
+          kind: PLAIN_KIND,
+        });
         const opaque = randomTag();
         const setting = { domain: 'bits:20', keyCheck: 'k' };
         await db.sql('DROP TABLE frond_tag_options');
-        await store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, setting);
-        assert.deepEqual((await store.advance(opaque))?.kind, { opaque: setting });
+        await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
+        assert.deepEqual((await grants.advance(opaque))?.kind, { opaque: setting });
       } finally {
         await store.close();
       }
@@ -318,16 +317,17 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
   it('goes on after leaf_alloc is dropped: a tag added again lower goes on above its highest grant', (t) =>
     withDatabase(t, async (db) => {
       const store = openPg(db);
+      const grants = unjournaled(store);
       try {
         const tag = randomTag();
         await store.addTag({ tag, step: 10, start: 1n });
-        const ranges = [rangeOf(await store.advance(tag)), rangeOf(await store.advance(tag))];
+        const ranges = [rangeOf(await grants.advance(tag)), rangeOf(await grants.advance(tag))];
         await db.sql('DROP TABLE leaf_alloc');
         // As at start: leaf_alloc is created again, empty.
-        assert.equal(await store.advance(tag), undefined);
+        assert.equal(await grants.advance(tag), undefined);
         assert.deepEqual(await store.listTags(), []);
         await store.addTag({ tag, step: 10, start: 1n });
-        ranges.push(rangeOf(await store.advance(tag)));
+        ranges.push(rangeOf(await grants.advance(tag)));
         assertIncreasing(ranges);
       } finally {
         await store.close();

@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isFrondError } from '../src/core/errors.js';
+import type { CataloguedStore } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
-import { FencedStore } from '../src/stores/fencing/fenced-store.js';
-import type { OpenedStore } from '../src/stores/store-backend.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { bare } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('mysql');
@@ -34,7 +35,7 @@ describeSegmentStore(
   'MariaDB',
   async (t) => {
     const db = await database.open(t);
-    return db && openStore(db.url);
+    return db && bare(openStore(db.url));
   },
   raw,
 );
@@ -44,7 +45,7 @@ describeSegmentStore(
   'MariaDB, fenced',
   async (t) => {
     const db = await database.open(t);
-    return db && new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
+    return db && servedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
   },
   raw,
 );
@@ -56,13 +57,13 @@ describe('MariaDB: tables dropped under a running store', () => {
   it('creates frond_high_water and frond_fence again, and goes on with no range handed out twice', async (t) => {
     const db = await dropped.open(t);
     if (db === undefined) return;
-    const plain = openStore(db.url);
-    const fenced = new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000 });
+    const plain = bare(openStore(db.url));
+    const fenced = servedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000 });
     try {
       const tag = randomTag();
       await plain.addTag({ tag, step: 10, start: 1n });
       const ranges: [bigint, bigint][] = [];
-      const take = async (store: OpenedStore) => {
+      const take = async (store: CataloguedStore) => {
         const grant = await store.advance(tag);
         assert.ok(grant !== undefined);
         ranges.push([grant.maxId - BigInt(grant.step), grant.maxId]);
@@ -94,7 +95,7 @@ describe('MariaDB: tables dropped under a running store', () => {
       const [high] = await db.sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ?', [tag]);
       assert.equal(BigInt(String(high?.max_id)), top);
       assert.equal((await db.sql('SELECT epoch FROM frond_fence')).length, 1);
-      assert.equal((await plain.getTag(tag))?.maxId, top);
+      assert.equal((await plain.tag(tag))?.maxId, top);
     } finally {
       await plain.close();
       await fenced.close();
@@ -104,10 +105,10 @@ describe('MariaDB: tables dropped under a running store', () => {
   it('creates frond_tag_options and leaf_alloc again', async (t) => {
     const db = await dropped.open(t);
     if (db === undefined) return;
-    const store = openStore(db.url);
+    const store = bare(openStore(db.url));
     try {
       const tag = randomTag();
-      await store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' });
+      await store.addTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' });
       assert.equal((await store.advance(tag))?.maxId, 11n);
       await db.sql('DROP TABLE frond_tag_options');
       assert.deepEqual(await store.listOpaque(), new Map());
@@ -116,7 +117,7 @@ describe('MariaDB: tables dropped under a running store', () => {
       assert.equal(await store.advance(tag), undefined);
       // The name served IDs (frond_high_water kept it): it cannot come back opaque.
       await assert.rejects(
-        store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
+        store.addTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
         (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
       );
       await store.addTag({ tag, step: 10, start: 1n });

@@ -1,8 +1,9 @@
 import { after } from 'node:test';
-import { FencedStore } from '../src/stores/fencing/fenced-store.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
+import { bare } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('postgres');
@@ -24,7 +25,7 @@ describeSegmentStore(
   'PostgreSQL',
   async (t) => {
     const db = await database.open(t);
-    return db && openStore(db.url);
+    return db && bare(openStore(db.url));
   },
   raw,
 );
@@ -34,7 +35,7 @@ describeSegmentStore(
   'PostgreSQL, fenced',
   async (t) => {
     const db = await database.open(t);
-    return db && new FencedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
+    return db && servedStore(openStore(db.url), { dataDir: tempDir(), fenceSkip: 1_000_000_000 });
   },
   raw,
 );

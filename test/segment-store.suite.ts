@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
-import type { TagStore } from '../src/core/tag-admin.js';
+import type { CataloguedStore } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
@@ -13,18 +13,20 @@ export interface RawTable {
 }
 
 /**
- * The contract every store backend (a TagStore) passes. `open` gives a store on a shared database (or
+ * The contract every store backend passes, its segments seen as the core sees them (through
+ * FencedStore as a node serves them, or the bare primitive, `bare` in support/store-views.ts) and
+ * its tag catalogue. `open` gives a store on a shared database (or
  * undefined after marking the test skipped/failed because the service is missing); every test works
  * on fresh random tags, so nothing needs cleaning up.
  */
 export function describeSegmentStore(
   name: string,
-  open: (t: TestContext) => Promise<TagStore | undefined>,
+  open: (t: TestContext) => Promise<CataloguedStore | undefined>,
   /** What an operator does by hand in SQL, beside frond: for the cases that a store must survive. */
   raw?: RawTable,
 ): void {
   describe(`store contract: ${name}`, { skip: backendSkip(name) }, () => {
-    async function withStore(t: TestContext, use: (store: TagStore) => Promise<void>): Promise<void> {
+    async function withStore(t: TestContext, use: (store: CataloguedStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;
       try {
@@ -61,7 +63,7 @@ export function describeSegmentStore(
           tableStep: 100,
           kind: PLAIN_KIND,
         });
-        assert.equal((await store.getTag(tag))?.step, 100);
+        assert.equal((await store.tag(tag))?.step, 100);
         assert.deepEqual(await store.advance(tag), {
           maxId: 451n,
           step: 100,
@@ -77,7 +79,7 @@ export function describeSegmentStore(
         await assert.rejects(store.addTag({ tag, step: 20, start: 5n }), (error) =>
           isFrondError(error, 'TAG_EXISTS'),
         );
-        assert.equal((await store.getTag(tag))?.step, 10);
+        assert.equal((await store.tag(tag))?.step, 10);
       }));
 
     it('stores an opaque tag with its row in one transaction, and never over a tag that exists', (t) =>
@@ -85,19 +87,19 @@ export function describeSegmentStore(
         const opaque = randomTag();
         const plain = randomTag();
         const setting = { domain: 'digits:11', keyCheck: '0123456789abcdef' };
-        assert.equal(await store.tagOptions(opaque), undefined);
-        await store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, setting);
-        assert.deepEqual(await store.tagOptions(opaque), { opaque: setting });
-        assert.equal((await store.getTag(opaque))?.maxId, 1n);
+        assert.equal(await store.tag(opaque), undefined);
+        await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
+        assert.deepEqual((await store.tag(opaque))?.opaque, setting);
+        assert.equal((await store.tag(opaque))?.maxId, 1n);
         await store.addTag({ tag: plain, step: 10, start: 1n });
-        assert.deepEqual(await store.tagOptions(plain), { opaque: null });
+        assert.deepEqual((await store.tag(plain))?.opaque, null);
         // A plain tag that exists stays plain: the setting is rolled back with the failed row.
-        await assert.rejects(store.addOpaqueTag({ tag: plain, step: 10, start: 1n }, setting), (error) =>
+        await assert.rejects(store.addTag({ tag: plain, step: 10, start: 1n }, setting), (error) =>
           isFrondError(error, 'TAG_EXISTS'),
         );
-        assert.deepEqual(await store.tagOptions(plain), { opaque: null });
+        assert.deepEqual((await store.tag(plain))?.opaque, null);
         await assert.rejects(
-          store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, { domain: 'bits:63', keyCheck: 'x' }),
+          store.addTag({ tag: opaque, step: 10, start: 1n }, { domain: 'bits:63', keyCheck: 'x' }),
           (error) => isFrondError(error, 'TAG_EXISTS'),
         );
         const all = await store.listOpaque();
@@ -137,7 +139,14 @@ export function describeSegmentStore(
         assert.equal(row?.description, 'first');
         assert.ok(row?.updateTime instanceof Date && !Number.isNaN(row.updateTime.getTime()));
         assert.equal(rows.find((r) => r.tag === b)?.description, null);
-        assert.equal(await store.getTag(randomTag()), undefined);
+        // From a tag on (`/db` pages): the rows after it, in order; a store may answer more than the limit.
+        const later = await store.listRows(a, 1000);
+        assert.ok(!later.some((r) => r.tag === a) && later.some((r) => r.tag === b));
+        const first = await store.listRows(undefined, 1);
+        assert.ok(first.length >= 1);
+        // One tag with its setting, in one read.
+        assert.deepEqual(await store.tag(a), { ...row, opaque: null });
+        assert.equal(await store.tag(randomTag()), undefined);
       }));
 
     it('keeps 64-bit max_id values exact, beyond 2^53', (t) =>
@@ -175,7 +184,7 @@ export function describeSegmentStore(
             isFrondError(error, 'ID_RANGE_EXHAUSTED'),
           );
         }
-        assert.equal((await store.getTag(tag))?.maxId, top, 'the row is left as it was');
+        assert.equal((await store.tag(tag))?.maxId, top, 'the row is left as it was');
         // A step that no longer fits is refused while a smaller one still does.
         const near = randomTag();
         await store.addTag({ tag: near, step: 10, start: top - 15n });
@@ -225,7 +234,7 @@ export function describeSegmentStore(
         const opaque = randomTag();
         const plain = randomTag();
         const setting = { domain: 'bits:20', keyCheck: 'fedcba9876543210' };
-        await store.addOpaqueTag({ tag: opaque, step: 10, start: 1n }, setting);
+        await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
         await store.addTag({ tag: plain, step: 10, start: 1n });
         assert.deepEqual((await store.advance(opaque))?.kind, { opaque: setting });
         assert.deepEqual((await store.advance(opaque, 3))?.kind, { opaque: setting });
@@ -240,10 +249,10 @@ export function describeSegmentStore(
           assert.ok(await store.advance(tag));
           await raw.deleteRow(t, tag);
           await assert.rejects(
-            store.addOpaqueTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
+            store.addTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
             (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
           );
-          assert.equal(await store.getTag(tag), undefined, 'nothing was created');
+          assert.equal(await store.tag(tag), undefined, 'nothing was created');
           assert.deepEqual(await store.listOpaque().then((all) => all.has(tag)), false);
         }));
 
@@ -251,13 +260,13 @@ export function describeSegmentStore(
         withStore(t, async (store) => {
           const tag = randomTag();
           const setting = { domain: 'bits:20', keyCheck: 'k' };
-          await store.addOpaqueTag({ tag, step: 100, start: 1n }, setting);
+          await store.addTag({ tag, step: 100, start: 1n }, setting);
           assert.ok(await store.advance(tag));
           await raw.deleteRow(t, tag);
           await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), (error) =>
             isFrondError(error, 'OPAQUE_TAG_FIXED'),
           );
-          assert.equal(await store.getTag(tag), undefined, 'nothing was created');
+          assert.equal(await store.tag(tag), undefined, 'nothing was created');
           // A row put back by hand is opaque again: the grant says so, and starts above the old ones.
           await raw.insertRow(t, tag, 1n, 100);
           const grant = await store.advance(tag);
@@ -292,7 +301,7 @@ export function describeSegmentStore(
           // 60 allocations in flight at once, half through each connection, steps from 1 to 37.
           const steps = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? undefined : 1 + ((i * 7) % 37)));
           const allocations = await Promise.all(
-            steps.map((step, i) => ((i % 2 === 0 ? store : other) as TagStore).advance(tag, step)),
+            steps.map((step, i) => ((i % 2 === 0 ? store : other) as CataloguedStore).advance(tag, step)),
           );
           const ranges = allocations
             .map((a) => {
@@ -306,7 +315,7 @@ export function describeSegmentStore(
             assert.equal(start, expected);
             expected = end;
           }
-          assert.equal((await store.getTag(tag))?.maxId, expected);
+          assert.equal((await store.tag(tag))?.maxId, expected);
         } finally {
           await other.close();
         }

@@ -1,11 +1,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FencedStore } from '../src/stores/fencing/fenced-store.js';
+import { servedStore } from '../src/stores/fencing/served-store.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { byHand } from './support/sqlite-by-hand.js';
+import { bare } from './support/store-views.js';
 
 const sqliteFile = join(mkdtempSync(join(tmpdir(), 'frond-store-')), 'frond.db');
 
@@ -20,12 +21,12 @@ const raw: RawTable = {
   },
 };
 
-describeSegmentStore('SQLite', async () => new SqliteSegmentStore(sqliteFile), raw);
+describeSegmentStore('SQLite', async () => bare(new SqliteSegmentStore(sqliteFile)), raw);
 
 // What a node serves from: the same contract through the data dir's high-water.
 describeSegmentStore(
   'SQLite, fenced',
   async () =>
-    new FencedStore(new SqliteSegmentStore(sqliteFile), { dataDir: tempDir(), fenceSkip: 1_000_000_000 }),
+    servedStore(new SqliteSegmentStore(sqliteFile), { dataDir: tempDir(), fenceSkip: 1_000_000_000 }),
   raw,
 );

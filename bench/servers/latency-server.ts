@@ -1,5 +1,6 @@
-// frond's HTTP app and segment allocator over SQLite behind a LatencyStore (bench/lib/latency-store.ts):
-// the segment-boundary benchmark's server. Composed like `frond serve`
+// frond's HTTP app and segment allocator over SQLite behind `withLatency` (bench/lib/latency-store.ts):
+// the segment-boundary benchmark's server. Composed like `frond serve` (the fenced store and its
+// data dir's journal, servedStore)
 // (src/server/start/start-server.ts) minus snowflake mode, because `frond serve` has, rightly, no
 // flag to slow its own database down.
 //   node --import tsx bench/servers/latency-server.ts DATA_DIR LATENCY_MS STEP
@@ -12,14 +13,19 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../src/c
 import { LEAF_STEP_RULES } from '../../src/core/segment-step.js';
 import { LEAF_EPOCH } from '../../src/core/snowflake-layout.js';
 import { createApp } from '../../src/server/http/app.js';
+import { servedStore } from '../../src/stores/fencing/served-store.js';
+import { DEFAULT_FENCE_SKIP } from '../../src/stores/segment-primitive.js';
 import { SqliteSegmentStore } from '../../src/stores/sqlite/sqlite-segment-store.js';
-import { LatencyStore } from '../lib/latency-store.js';
+import { withLatency } from '../lib/latency-store.js';
 
 const [dataDir = '.', latencyText = '0', stepText = '1000'] = process.argv.slice(2);
 const step = Number(stepText);
 const sqlite = new SqliteSegmentStore(join(dataDir, 'frond.db'));
-if ((await sqlite.getTag('bench')) === undefined) await sqlite.addTag({ tag: 'bench', step, start: 1n });
-const store = new LatencyStore(sqlite, Number(latencyText));
+if ((await sqlite.tag('bench')) === undefined) await sqlite.addTag({ tag: 'bench', step, start: 1n });
+const store = servedStore(withLatency(sqlite, Number(latencyText)), {
+  dataDir,
+  fenceSkip: DEFAULT_FENCE_SKIP,
+});
 
 // Segment loads are printed, so the benchmark can count the boundaries each run crossed.
 const logger: Logger = {

@@ -1,5 +1,3 @@
-import { FrondError } from '../core/errors.js';
-import { hasFenceOps } from '../stores/fencing/fence.js';
 import { backendOf, openStore } from '../stores/store-registry.js';
 import { DB_FENCE, DB_INIT } from './option-table.js';
 import { didYouMean, parseCommand, usage } from './options.js';
@@ -41,9 +39,6 @@ async function fence(args: string[], out: (line: string) => void): Promise<numbe
   const { settings } = parseCommand(DB_FENCE, args);
   const store = openStore(storeOf(settings));
   try {
-    if (!hasFenceOps(store)) {
-      throw new FrondError('INTERNAL', `${store.description} has no fence`);
-    }
     // An epoch no row can be above: the fence always runs.
     const request = {
       observedEpoch: Number.MAX_SAFE_INTEGER,

@@ -2,6 +2,7 @@ import { FrondError } from '../core/errors.js';
 import { formatDomain, OpaqueCodec, parseDomain } from '../core/opaque-codec.js';
 import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
 import { assertValidTag } from '../core/tag.js';
+import { tagNotFound } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
 import { openStore } from '../stores/store-registry.js';
 import { DECODE } from './option-table.js';
@@ -43,13 +44,13 @@ async function decodeOpaque(
       'decoding an opaque ID needs FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
     );
   const store = openStore(storeSpec);
-  let options: Awaited<ReturnType<typeof store.tagOptions>>;
+  let options: Awaited<ReturnType<typeof store.tag>>;
   try {
-    options = await store.tagOptions(tag);
+    options = await store.tag(tag);
   } finally {
     await store.close();
   }
-  if (options === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+  if (options === undefined) throw tagNotFound(tag);
   if (options.opaque === null)
     throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
   const domain = parseDomain(options.opaque.domain);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/frond-process.js';
 import { isFrondError } from '../core/errors.js';
-import type { NetworkSqlConfig } from '../stores/sql/network-sql.js';
+import type { NetworkSqlConfig } from '../sql/network-sql.js';
 import { backendOf } from '../stores/store-registry.js';
 import { readLeafProperties } from './config-sources.js';
 import { tlsParametersFromJdbc } from './jdbc-tls.js';

@@ -1,8 +1,8 @@
 import { boolean, integer, type OptionEntry, type SettingsOf, string } from '../core/option-entry.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
-import { DEFAULT_TAG_STEP } from '../core/tag-admin.js';
+import { DEFAULT_TAG_STEP } from '../core/tag-catalogue.js';
 import { EPOCH, SERVE_SETTINGS, STORE_OPTIONS } from '../server/start/serve-settings.js';
-import { DEFAULT_FENCE_SKIP } from '../stores/fencing/fence.js';
+import { DEFAULT_FENCE_SKIP } from '../stores/segment-primitive.js';
 
 /**
  * Every setting of `frond serve`: the server's (`SERVE_SETTINGS`, each with the slice of the server

@@ -1,14 +1,14 @@
 import { FrondError } from '../core/errors.js';
 import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
-import type { TagStore } from '../core/tag-admin.js';
+import type { TagCatalogue } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
 import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { storeOf } from './store-options.js';
 
-async function withStore<T>(spec: string, use: (store: TagStore) => Promise<T>): Promise<T> {
+async function withStore<T>(spec: string, use: (store: TagCatalogue) => Promise<T>): Promise<T> {
   const store = openStore(spec);
   try {
     return await use(store);
@@ -44,9 +44,7 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
       '--opaque needs the opaque-ID secret the nodes share: set FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
     );
   const setting = { domain: formatDomain(domain), keyCheck: secret.keyCheck(tag, domain) };
-  await withStore(storeOf(settings), (store) =>
-    store.addOpaqueTag({ tag, step, start, description }, setting),
-  );
+  await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }, setting));
   out(
     `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${start}, step ${step}, secret fingerprint ${secret.fingerprint}`,
   );

@@ -12,7 +12,7 @@ import {
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
 import { assertValidTag, tagProblem } from './tag.js';
-import type { TagAdmin } from './tag-admin.js';
+import { type TagCatalogue, tagNotFound } from './tag-catalogue.js';
 
 /** A failed call to the store: its code (STORE_UNAVAILABLE for anything not a FrondError), message and time. */
 export interface StoreFailure {
@@ -22,7 +22,7 @@ export interface StoreFailure {
 }
 
 /** What the allocator uses of a store: the segment primitive, and the tag list it refreshes from. */
-export type AllocatorStore = SegmentStore & Pick<TagAdmin, 'listTags'>;
+export type AllocatorStore = SegmentStore & Pick<TagCatalogue, 'listTags'>;
 
 export interface SegmentAllocatorOptions extends SegmentBufferOptions {
   /** How often the tag list is read again. Leaf: 60 s. */
@@ -60,7 +60,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private readonly tracked: SegmentStore;
 
   constructor(
-    /** The store as given, so that the server reaches its tag administration through the same object. */
+    /** The store as given, so that the server reaches its tag catalogue through the same object. */
     readonly store: S,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -216,7 +216,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     let buffer = this.buffers.get(tag);
     if (buffer === undefined) {
       const missingUntil = this.missing.get(tag);
-      if (missingUntil !== undefined && missingUntil > this.clock.now()) throw notFound(tag);
+      if (missingUntil !== undefined && missingUntil > this.clock.now()) throw tagNotFound(tag);
       buffer = this.createBuffer(assertValidTag(tag));
       this.buffers.set(tag, buffer);
     }
@@ -246,8 +246,4 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
       void this.refresh().finally(() => this.scheduleRefresh());
     }, this.options.tagRefreshMs);
   }
-}
-
-function notFound(tag: string): FrondError {
-  return new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
 }

@@ -5,6 +5,7 @@ import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
 import { type Allocation, MAX_SEGMENT_ID, type SegmentStore } from './segment-store.js';
 import { MAX_TABLE_STEP } from './tag.js';
+import { tagNotFound } from './tag-catalogue.js';
 import { KindChangedError, kindKey, type TagKind } from './tag-kind.js';
 
 export interface SegmentBufferOptions {
@@ -578,7 +579,7 @@ export class SegmentBuffer {
       );
     }
     if (allocation === undefined) {
-      throw new FrondError('TAG_NOT_FOUND', `tag ${this.tag} has no row in leaf_alloc`);
+      throw tagNotFound(this.tag);
     }
     return allocation;
   }

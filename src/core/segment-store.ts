@@ -19,11 +19,13 @@ export interface Allocation {
 }
 
 /**
- * The one primitive of segment mode: reserve the next range of a tag. Buffers, dynamic steps and
- * preloading live in the core on top of this, so a segment buffer sees nothing else of a store;
- * reading and changing rows is tag administration (`TagAdmin` in tag-admin.ts), which the core
- * does not need. Every backend implements both (`TagStore`) and passes the shared suite in
- * `test/segment-store.suite.ts`.
+ * Segment mode as the core sees a store: reserve the next range of a tag. Buffers, dynamic steps
+ * and preloading live in the core on top of this, so a segment buffer sees nothing else of a store;
+ * reading and changing rows is the tag catalogue (`TagCatalogue` in tag-catalogue.ts), which the
+ * core does not need but for the tag list. A node's SegmentStore is `FencedStore`
+ * (src/stores/fencing/fenced-store.ts), which makes every `advance` of a backend's primitive
+ * (`SegmentPrimitive`, src/stores/segment-primitive.ts) safe to serve across failovers and restores;
+ * the shared suite in `test/segment-store.suite.ts` checks both the backends and the fenced store.
  */
 export interface SegmentStore {
   /** A name for logs and pages, without credentials: `sqlite:/path`, `postgres://host/db`. */

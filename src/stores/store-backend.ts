@@ -1,11 +1,16 @@
 import type { Logger } from '../core/logger.js';
-import type { TagStore } from '../core/tag-admin.js';
+import type { TagCatalogue } from '../core/tag-catalogue.js';
+import type { SegmentPrimitive } from './segment-primitive.js';
 
 /** What `init` found: a table it created, or one that was there (and was left as it was). */
 export type TableCheck = 'created' | 'exists';
 
-/** A store as `openStore` hands it out. */
-export interface OpenedStore extends TagStore {
+/**
+ * A store as `openStore` hands it out: its segment primitive (what `FencedStore` wraps, the only
+ * way a node advances a tag) and its tag catalogue, two interfaces that one object of the backend
+ * implements over the same tables and connections. `close` closes both.
+ */
+export interface OpenedStore extends SegmentPrimitive, TagCatalogue {
   /**
    * Creates leaf_alloc if it is missing (`frond db init`); never alters one. Absent where opening
    * the store already did it (SQLite creates the table when it opens the file).

@@ -1,7 +1,7 @@
 import { FrondError } from '../core/errors.js';
+import { redactUrl } from '../sql/network-sql-url.js';
 import { mysqlBackend } from './mysql/mysql-backend.js';
 import { postgresBackend } from './postgres/postgres-backend.js';
-import { redactUrl } from './sql/network-sql-url.js';
 import { sqliteBackend } from './sqlite/sqlite-backend.js';
 import type { OpenedStore, OpenStoreOptions, StoreBackend } from './store-backend.js';
 

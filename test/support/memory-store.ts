@@ -1,8 +1,15 @@
-import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../src/core/tag-admin.js';
+import {
+  type CataloguedStore,
+  type NewTag,
+  type OpaqueSetting,
+  type TagEntry,
+  type TagRow,
+  tagExists,
+  tagNotFound,
+} from '../../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../../src/core/tag-kind.js';
-import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../../src/stores/fencing/fence.js';
+import type { FenceOutcome, FenceRequest, SegmentPrimitive } from '../../src/stores/segment-primitive.js';
 
 interface Pending {
   resolve: () => void;
@@ -20,12 +27,14 @@ export interface MemoryRow {
 }
 
 /**
- * An in-memory TagStore for unit tests of the core. With `manual = true`, each `advance` waits
- * until the test calls `release()` or `fail()`, so a test decides when a load finishes. The UPDATE
- * happens when the load is released, as a real transaction commits when it ends. Stores built on
- * the same `rows` map share one table, as two connections to one database do.
+ * An in-memory store for unit tests of the core and the server: the segment store as the core
+ * sees one (`advance` → Allocation, as FencedStore answers) and a tag catalogue. `primitive` is the
+ * same table as a backend's segment primitive, for tests of FencedStore. With `manual = true`, each
+ * `advance` waits until the test calls `release()` or `fail()`, so a test decides when a load
+ * finishes. The UPDATE happens when the load is released, as a real transaction commits when it
+ * ends. Stores built on the same `rows` map share one table, as two connections to one database do.
  */
-export class MemoryStore implements TagStore, FenceOps {
+export class MemoryStore implements CataloguedStore {
   readonly description = 'memory:';
   readonly calls: { tag: string; step: number | undefined }[] = [];
   private pending: Pending[] = [];
@@ -73,15 +82,21 @@ export class MemoryStore implements TagStore, FenceOps {
   }
 
   /** frond_fence: one database that never fails over, so every advance is granted under epoch 1. */
-  readonly singleCopy = true;
   private fenceRow = { epoch: 1, identity: 'memory' };
 
-  async advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    const allocation = await this.advance(tag, step);
-    return allocation && { kind: 'granted', allocation, ...this.fenceRow };
-  }
+  /** The table as a backend's segment primitive: every advance granted under the fence row. */
+  readonly primitive: SegmentPrimitive = {
+    description: this.description,
+    singleCopy: true,
+    advance: async (tag, step) => {
+      const allocation = await this.advance(tag, step);
+      return allocation && { kind: 'granted', allocation, ...this.fenceRow };
+    },
+    fence: (request) => this.fence(request),
+    close: () => this.close(),
+  };
 
-  async fence(request: FenceRequest): Promise<FenceOutcome> {
+  private async fence(request: FenceRequest): Promise<FenceOutcome> {
     if (this.fenceRow.epoch > request.observedEpoch) return { ...this.fenceRow, fenced: false, tags: 0 };
     for (const [tag, row] of this.rows) {
       row.maxId += request.skip;
@@ -96,44 +111,37 @@ export class MemoryStore implements TagStore, FenceOps {
     return this.sortedTags();
   }
 
-  async getTag(tag: string): Promise<TagRow | undefined> {
+  async listRows(after?: string, limit?: number): Promise<TagRow[]> {
+    const tags = this.sortedTags().filter((tag) => after === undefined || tag > after);
+    return tags.slice(0, limit).map((tag) => toTagRow(tag, this.rows.get(tag) as MemoryRow));
+  }
+
+  async tag(tag: string): Promise<TagEntry | undefined> {
     const row = this.rows.get(tag);
-    return row && toTagRow(tag, row);
+    return row && { ...toTagRow(tag, row), opaque: this.opaque.get(tag) ?? null };
   }
 
-  async listRows(): Promise<TagRow[]> {
-    return this.sortedTags().map((tag) => toTagRow(tag, this.rows.get(tag) as MemoryRow));
-  }
-
-  async addTag(tag: NewTag): Promise<void> {
-    if (this.rows.has(tag.tag)) throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
+  async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
+    if (this.rows.has(tag.tag) || (opaque !== undefined && this.opaque.has(tag.tag)))
+      throw tagExists(tag.tag);
     this.rows.set(tag.tag, {
       maxId: tag.start,
       step: tag.step,
       description: tag.description ?? null,
       updateTime: new Date(),
     });
+    if (opaque !== undefined) this.opaque.set(tag.tag, { ...opaque });
   }
 
   async setStep(tag: string, step: number): Promise<void> {
     const row = this.rows.get(tag);
-    if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    if (row === undefined) throw tagNotFound(tag);
     row.step = step;
     row.updateTime = new Date();
   }
 
-  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    return this.rows.has(tag) ? { opaque: this.opaque.get(tag) ?? null } : undefined;
-  }
-
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {
     return new Map(this.opaque);
-  }
-
-  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    if (this.opaque.has(tag.tag)) throw new FrondError('TAG_EXISTS', `tag ${tag.tag} already exists`);
-    await this.addTag(tag);
-    this.opaque.set(tag.tag, { ...opaque });
   }
 
   async close(): Promise<void> {}

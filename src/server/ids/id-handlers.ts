@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { sendJson } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import type { LeafErrorKind } from '../leaf/leaf-errors.js';
@@ -16,7 +16,7 @@ import { createV1Handlers, type V1Handlers } from './v1-handlers.js';
 /** `epoch` (`--epoch`) decodes IDs, also when snowflake mode is off. */
 export interface IdHandlerDeps extends Pick<SnowflakeConfig, 'epoch'> {
   /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
-  segment: SegmentAllocator<TagStore> | undefined;
+  segment: SegmentAllocator<CataloguedStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
   snowflake: SnowflakeService | undefined;
   /** Which tags are opaque (`opaque/opaque-tags.ts`); every tag is plain when absent. */

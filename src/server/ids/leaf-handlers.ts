@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../../core/errors.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import { decodeTagPath } from '../../core/tag.js';
-import type { TagRow, TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
 import { sendHtml, sendText } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from '../leaf/leaf-errors.js';
@@ -29,7 +29,7 @@ export interface LeafHandlers {
 
 export interface LeafHandlerDeps {
   /** Absent when segment mode is off: `/cache` and `/db` then fail as Leaf's did. */
-  segment: SegmentAllocator<TagStore> | undefined;
+  segment: SegmentAllocator<CataloguedStore> | undefined;
   /** The epoch `/decodeSnowflakeId` decodes with. */
   epoch: number;
   /** The time a built `/cache` or `/db` page is kept by. */
@@ -112,15 +112,13 @@ function stripSlash(text: string): string {
 const DB_PAGE_ROWS = 200;
 
 /** `/db`: the table a page of rows at a time, a turn of the event loop after each query and each SLICE_ROWS rows. */
-async function buildDbPage(store: TagStore): Promise<Buffer> {
+async function buildDbPage(store: TagCatalogue): Promise<Buffer> {
   const out = new PageChunks();
   out.text(dbPageHead());
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
   let after: string | undefined;
   for (;;) {
-    const page = store.listRowsAfter
-      ? await store.listRowsAfter(after, DB_PAGE_ROWS)
-      : await store.listRows();
+    const page = await store.listRows(after, DB_PAGE_ROWS);
     await turn();
     for (let i = 0; i < page.length; i++) {
       out.row(dbRow(page[i] as TagRow));
@@ -131,7 +129,7 @@ async function buildDbPage(store: TagStore): Promise<Buffer> {
     }
     out.flush();
     const last = page.at(-1);
-    if (store.listRowsAfter === undefined || page.length < DB_PAGE_ROWS || last === undefined) break;
+    if (page.length < DB_PAGE_ROWS || last === undefined) break;
     after = last.tag;
   }
   out.text(PAGE_END);

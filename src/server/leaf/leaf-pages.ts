@@ -1,5 +1,5 @@
 import type { SegmentBufferState } from '../../core/segment-buffer.js';
-import type { TagRow } from '../../core/tag-admin.js';
+import type { TagRow } from '../../core/tag-catalogue.js';
 import { PageChunks } from './sliced-page.js';
 
 function escapeHtml(text: string): string {

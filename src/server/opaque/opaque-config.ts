@@ -3,7 +3,7 @@ import { describeError, ERROR_CODES, FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { formatDomain, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import { assertValidTag } from '../../core/tag.js';
-import { DEFAULT_TAG_STEP, type TagStore } from '../../core/tag-admin.js';
+import { DEFAULT_TAG_STEP, type TagCatalogue } from '../../core/tag-catalogue.js';
 import type { OpaqueTags } from './opaque-tags.js';
 
 /** A tag the configuration declares opaque (`--opaque-tag TAG=DOMAIN`, `"opaque-tag"` in --config). */
@@ -47,17 +47,17 @@ export type DeclaredOutcome = 'created' | 'present';
  * Store failures are thrown as they are (the caller retries them).
  */
 export async function applyDeclaredOpaqueTags(
-  store: TagStore,
+  store: TagCatalogue,
   opaque: OpaqueTags,
   declared: readonly DeclaredOpaqueTag[],
 ): Promise<Map<string, DeclaredOutcome>> {
   const outcomes = new Map<string, DeclaredOutcome>();
   for (const { tag, domain } of declared) {
     const wanted = formatDomain(domain);
-    let options = await store.tagOptions(tag);
-    if (options === undefined) {
+    let entry = await store.tag(tag);
+    if (entry === undefined) {
       try {
-        await store.addOpaqueTag(
+        await store.addTag(
           { tag, step: DEFAULT_TAG_STEP, start: 1n, description: null },
           opaque.settingFor(tag, domain),
         );
@@ -66,19 +66,19 @@ export async function applyDeclaredOpaqueTags(
       } catch (error) {
         // Another node declaring the same tag created it first: check what it made.
         if (!(error instanceof FrondError && error.code === 'TAG_EXISTS')) throw error;
-        options = await store.tagOptions(tag);
-        if (options === undefined) throw error;
+        entry = await store.tag(tag);
+        if (entry === undefined) throw error;
       }
     }
-    if (options.opaque === null)
+    if (entry.opaque === null)
       throw fixed(
         `tag ${tag} is a plain tag in the store, whose segment IDs may have been handed out as they are: it cannot become opaque (its opaque IDs could equal them). Declare a new tag opaque instead`,
       );
-    if (options.opaque.domain !== wanted)
+    if (entry.opaque.domain !== wanted)
       throw fixed(
-        `tag ${tag} is opaque ${options.opaque.domain} in the store, not ${wanted}: a tag's domain is fixed when it is created (another one could repeat an ID already handed out). Declare ${tag}=${options.opaque.domain}, or a new tag`,
+        `tag ${tag} is opaque ${entry.opaque.domain} in the store, not ${wanted}: a tag's domain is fixed when it is created (another one could repeat an ID already handed out). Declare ${tag}=${entry.opaque.domain}, or a new tag`,
       );
-    if (opaque.matches(tag, options.opaque) === false)
+    if (opaque.matches(tag, entry.opaque) === false)
       throw new FrondError(
         'OPAQUE_SECRET_MISMATCH',
         `tag ${tag} is opaque under another secret than this node's (fingerprint ${opaque.fingerprint}): every node must have the same FROND_OPAQUE_SECRET(_FILE)`,
@@ -114,7 +114,7 @@ export class OpaqueDeclaration {
   private closed = false;
 
   constructor(
-    private readonly store: TagStore,
+    private readonly store: TagCatalogue,
     private readonly opaque: OpaqueTags,
     private readonly declared: readonly DeclaredOpaqueTag[],
     private readonly clock: Clock,

@@ -1,7 +1,7 @@
 import { FrondError } from '../../core/errors.js';
 import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
-import type { OpaqueSetting, TagStore } from '../../core/tag-admin.js';
+import { type CataloguedStore, type OpaqueSetting, tagNotFound } from '../../core/tag-catalogue.js';
 import { kindKey, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
 import type { OpaqueSecret } from './opaque-keys.js';
 
@@ -27,7 +27,7 @@ export class OpaqueTag {
   constructor(
     readonly tag: string,
     readonly codec: OpaqueCodec,
-    private readonly segment: SegmentAllocator<TagStore>,
+    private readonly segment: SegmentAllocator<CataloguedStore>,
     /** The kind (`kindKey`) of the segments this tag encodes: a segment of any other is refused. */
     readonly key: string,
   ) {}
@@ -107,7 +107,7 @@ export class OpaqueTags {
   private readonly pending = new Map<string, Promise<TagMode | undefined>>();
 
   constructor(
-    private readonly segment: SegmentAllocator<TagStore>,
+    private readonly segment: SegmentAllocator<CataloguedStore>,
     readonly secret: OpaqueSecret | undefined,
     private readonly now: () => number = () => Date.now(),
   ) {}
@@ -176,9 +176,11 @@ export class OpaqueTags {
     let run = this.pending.get(tag);
     if (run === undefined) {
       run = this.segment.store
-        .tagOptions(tag)
-        .then((options) =>
-          options === undefined ? undefined : this.learn(tag, options.opaque === null ? PLAIN_KIND : options),
+        .tag(tag)
+        .then((entry) =>
+          entry === undefined
+            ? undefined
+            : this.learn(tag, entry.opaque === null ? PLAIN_KIND : { opaque: entry.opaque }),
         );
       const current = run;
       const forget = () => {
@@ -193,7 +195,7 @@ export class OpaqueTags {
   /** The opaque tag, for decoding; rejects for a plain tag or one this node cannot serve. */
   async opaqueTag(tag: string): Promise<OpaqueTag> {
     const mode = await this.resolve(tag);
-    if (mode === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    if (mode === undefined) throw tagNotFound(tag);
     if (mode === PLAIN)
       throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
     if (mode instanceof FrondError) throw mode;

@@ -25,7 +25,7 @@ describe('TagIssuer: plain or opaque, from the kind of every grant', () => {
   it('serves a tag it took for plain as opaque once the grant says so, with no plain ID on the way', async () => {
     const store = new MemoryStore();
     const { issuer, opaque, secret } = node(store);
-    await store.addOpaqueTag(
+    await store.addTag(
       { tag: 't', step: 100, start: 1n },
       { domain: 'bits:20', keyCheck: secret.keyCheck('t', DOMAIN) },
     );
@@ -42,7 +42,7 @@ describe('TagIssuer: plain or opaque, from the kind of every grant', () => {
     const store = new MemoryStore();
     const { issuer, opaque, secret, clock } = node(store);
     const setting = { domain: 'bits:20', keyCheck: secret.keyCheck('t', DOMAIN) };
-    await store.addOpaqueTag({ tag: 't', step: 10, start: 1n }, setting);
+    await store.addTag({ tag: 't', step: 10, start: 1n }, setting);
     await opaque.preload();
     const served = new Set((await issuer.many('t', 15)).map(String));
     // By hand: the options row deleted, so the store grants the tag as plain. What the node encoded
@@ -79,10 +79,10 @@ describe('TagIssuer: plain or opaque, from the kind of every grant', () => {
   it('an unknown tag costs no store read per request: the allocator remembers it is missing', async () => {
     const store = new MemoryStore();
     let reads = 0;
-    const tagOptions = store.tagOptions.bind(store);
-    store.tagOptions = (tag) => {
+    const read = store.tag.bind(store);
+    store.tag = (tag) => {
       reads++;
-      return tagOptions(tag);
+      return read(tag);
     };
     const { issuer } = node(store);
     for (let i = 0; i < 50; i++)

@@ -1,7 +1,7 @@
 import { FrondError } from '../../core/errors.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { IdRun, SegmentId } from '../../core/segment-buffer.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { KindChangedError } from '../../core/tag-kind.js';
 import { OpaqueTag, type OpaqueTags, PLAIN, type TagMode } from './opaque-tags.js';
 
@@ -19,7 +19,7 @@ const KIND_ATTEMPTS = 3;
  */
 export class TagIssuer {
   constructor(
-    readonly segment: SegmentAllocator<TagStore>,
+    readonly segment: SegmentAllocator<CataloguedStore>,
     private readonly opaque: OpaqueTags | undefined,
   ) {}
 

@@ -1,7 +1,13 @@
 import { FrondError } from '../../core/errors.js';
 import { assertOpaqueStart, formatDomain, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../../core/tag.js';
-import { DEFAULT_TAG_STEP, type OpaqueSetting, type TagRow, type TagStore } from '../../core/tag-admin.js';
+import {
+  DEFAULT_TAG_STEP,
+  type OpaqueSetting,
+  type TagCatalogue,
+  type TagRow,
+  tagNotFound,
+} from '../../core/tag-catalogue.js';
 
 function parseObject(text: string, allowed: readonly string[]): Record<string, unknown> {
   let value: unknown;
@@ -117,7 +123,7 @@ function opaqueField(body: Record<string, unknown>): OpaqueDomain | null | undef
  * (default 1), the step defaults to 1000 as in `frond tag add`.
  */
 export async function addTag(
-  store: TagStore,
+  store: TagCatalogue,
   text: string,
   opaque?: OpaqueAdmin,
 ): Promise<ReturnType<typeof tagJson>> {
@@ -131,9 +137,8 @@ export async function addTag(
     throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
   }
   const domain = opaqueField(body);
-  if (domain === undefined || domain === null) {
-    await store.addTag({ tag, step, start, description });
-  } else {
+  let setting: OpaqueSetting | undefined;
+  if (domain !== undefined && domain !== null) {
     // An opaque tag's segment IDs are 1..capacity: a first ID outside could never be served.
     assertOpaqueStart(start, domain);
     if (opaque === undefined)
@@ -141,16 +146,17 @@ export async function addTag(
         'OPAQUE_SECRET_MISSING',
         `tag ${tag}: this node has no opaque-ID secret to make an opaque tag with`,
       );
-    await store.addOpaqueTag({ tag, step, start, description }, opaque.settingFor(tag, domain));
+    setting = opaque.settingFor(tag, domain);
   }
-  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
-  if (row === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
-  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
+  await store.addTag({ tag, step, start, description }, setting);
+  const entry = await store.tag(tag);
+  if (entry === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
+  return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
 }
 
 /** `PATCH /v1/tags/{tag}` with `{"step"}`: running nodes use it from their next segment load. */
 export async function patchTag(
-  store: TagStore,
+  store: TagCatalogue,
   rawTag: string,
   text: string,
   opaque?: OpaqueAdmin,
@@ -163,8 +169,8 @@ export async function patchTag(
   if (domain !== undefined) {
     // The domain is fixed when the tag is created: a plain tag made opaque, or an opaque one given
     // another domain (another key), could answer an ID it already answered. Only the same is taken.
-    const current = await store.tagOptions(tag);
-    if (current === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
+    const current = await store.tag(tag);
+    if (current === undefined) throw tagNotFound(tag);
     const asked = domain === null ? null : formatDomain(domain);
     if ((current.opaque?.domain ?? null) !== asked)
       throw new FrondError(
@@ -173,7 +179,7 @@ export async function patchTag(
       );
   }
   if (body.step !== undefined) await store.setStep(tag, stepField(body));
-  const [row, options] = await Promise.all([store.getTag(tag), store.tagOptions(tag)]);
-  if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-  return tagJson(row, opaqueJson(opaque, tag, options?.opaque));
+  const entry = await store.tag(tag);
+  if (entry === undefined) throw tagNotFound(tag);
+  return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
 }

@@ -3,7 +3,7 @@ import { FrondError } from '../../core/errors.js';
 import { formatDomain } from '../../core/opaque-codec.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import { assertValidTag, decodeTagPath } from '../../core/tag.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import { type CataloguedStore, tagNotFound } from '../../core/tag-catalogue.js';
 import { disabled } from '../http/mode-disabled.js';
 import { readBody } from '../http/request-body.js';
 import { sendHtml, sendJson } from '../http/responses.js';
@@ -42,11 +42,11 @@ export interface OpsHandlers {
 
 export function createOpsHandlers(
   deps: OpsDeps,
-  segment: SegmentAllocator<TagStore> | undefined,
+  segment: SegmentAllocator<CataloguedStore> | undefined,
   reportError: (res: ServerResponse, error: unknown) => void,
   opaque?: OpaqueTags,
 ): OpsHandlers {
-  const store = (): TagStore => {
+  const store = (): CataloguedStore => {
     if (segment === undefined) throw disabled('segment', '--no-segment');
     return segment.store;
   };
@@ -104,10 +104,11 @@ export function createOpsHandlers(
     getTag(_req, res, raw) {
       const tag = assertValidTag(decodeTagPath(raw));
       const target = store();
-      Promise.all([target.getTag(tag), target.tagOptions(tag)])
-        .then(([row, options]) => {
-          if (row === undefined) throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-          sendJson(res, 200, tagJson(row, opaqueJson(opaque, tag, options?.opaque)));
+      target
+        .tag(tag)
+        .then((entry) => {
+          if (entry === undefined) throw tagNotFound(tag);
+          sendJson(res, 200, tagJson(entry, opaqueJson(opaque, tag, entry.opaque)));
         })
         .catch(fail(res));
     },

@@ -3,8 +3,8 @@ import type { Logger } from '../../core/logger.js';
 import type { CoreObserver } from '../../core/observer.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../core/segment-step.js';
-import { FencedStore } from '../../stores/fencing/fenced-store.js';
-import type { OpenedStore } from '../../stores/store-backend.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
+import { servedStore } from '../../stores/fencing/served-store.js';
 import { openStore } from '../../stores/store-registry.js';
 import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
@@ -14,8 +14,8 @@ import type { SegmentConfig, StartConfig } from './serve-config.js';
 
 /** Segment mode, open: the fenced store, the allocator on it, and which of its tags are opaque. */
 export interface SegmentMode {
-  store: OpenedStore;
-  allocator: SegmentAllocator<OpenedStore>;
+  store: CataloguedStore;
+  allocator: SegmentAllocator<CataloguedStore>;
   opaque: OpaqueTags;
   /** The tags the configuration declares opaque, kept checked; absent when it declares none. */
   declaration: OpaqueDeclaration | undefined;
@@ -32,12 +32,14 @@ export async function openSegmentMode(
   observer: CoreObserver,
   cleanups: Cleanups,
 ): Promise<SegmentMode> {
-  // Every load goes through the fence and the data dir's high-water (src/stores/fencing). The
-  // store is closed whatever fails after it opened (an unreadable high-water file throws in the
-  // constructor below): SQLite's worker thread would otherwise keep a failed start alive.
+  // Every load goes through the fence and the data dir's high-water (FencedStore, wrapping the
+  // store's primitive); the catalogue beside it refuses as opaque a name this node served
+  // (src/stores/fencing/served-store.ts). The store is closed whatever fails after it opened (an
+  // unreadable high-water file throws in FencedStore's constructor): SQLite's worker thread would
+  // otherwise keep a failed start alive.
   const inner = openStore(config.store, { logger });
   cleanups.push(() => inner.close());
-  const store: OpenedStore = new FencedStore(inner, {
+  const store = servedStore(inner, {
     dataDir: config.dataDir,
     fenceSkip: config.fenceSkip,
     logger,

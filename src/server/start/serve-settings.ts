@@ -5,7 +5,7 @@ import { LEAF_STEP_RULES } from '../../core/segment-step.js';
 import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../../core/tag.js';
-import { DEFAULT_FENCE_SKIP } from '../../stores/fencing/fence.js';
+import { DEFAULT_FENCE_SKIP } from '../../stores/segment-primitive.js';
 import { STORE_BACKENDS } from '../../stores/store-registry.js';
 import { COORDINATOR_OPTIONS } from '../../worker-ids/worker-id-registry.js';
 import { RESERVED_DESCRIPTORS } from '../http/http-server.js';

@@ -28,7 +28,7 @@ describe('a node keeps the kind of every tag it served', () => {
   it('refuses a grant of another kind than the one it served, whichever way it changed', async () => {
     const dir = dataDir();
     const store = new MemoryStore();
-    const fenced = new FencedStore(store, { dataDir: dir, fenceSkip: 1_000_000_000 });
+    const fenced = new FencedStore(store.primitive, { dataDir: dir, fenceSkip: 1_000_000_000 });
     await store.addTag({ tag: 't', step: 10, start: 1n });
     assert.ok(await fenced.advance('t'));
     // By hand: the rows changed so that the store grants the tag as opaque.
@@ -38,7 +38,7 @@ describe('a node keeps the kind of every tag it served', () => {
       (error) => isFrondError(error, 'INVALID_CONFIG') && /served plain IDs on this node/.test(error.message),
     );
     // A restarted node still knows.
-    const restarted = new FencedStore(store, { dataDir: dir, fenceSkip: 1_000_000_000 });
+    const restarted = new FencedStore(store.primitive, { dataDir: dir, fenceSkip: 1_000_000_000 });
     await assert.rejects(restarted.advance('t'), (error) => isFrondError(error, 'INVALID_CONFIG'));
     store.opaque.delete('t');
     assert.ok(await restarted.advance('t'), 'plain again, as it was served');

@@ -2,11 +2,9 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
-import type { Allocation } from '../../core/segment-store.js';
-import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
+import type { Allocation, SegmentStore } from '../../core/segment-store.js';
 import { kindKey } from '../../core/tag-kind.js';
-import type { OpenedStore, TableCheck } from '../store-backend.js';
-import { type FencedAdvance, type FenceOps, hasFenceOps } from './fence.js';
+import type { FencedAdvance, SegmentPrimitive } from '../segment-primitive.js';
 import { HighWaterFile } from './high-water-file.js';
 
 export interface FencedStoreOptions {
@@ -20,14 +18,16 @@ export interface FencedStoreOptions {
 const MAX_ROUNDS = 4;
 
 /**
- * The store as a node serves from it: every segment load goes through the rules below, so no
- * range is served twice when the database loses commits (a failover to an asynchronous replica),
- * goes back (a restore from a backup), or two primaries are alive at once (split brain).
+ * The segment store as a node serves from it, and the only user of a backend's primitive
+ * (`SegmentPrimitive`): every segment load goes through the rules below, so no range is served
+ * twice when the database loses commits (a failover to an asynchronous replica), goes back (a
+ * restore from a backup), or two primaries are alive at once (split brain). The tag catalogue is
+ * not its business (served-store.ts puts the two together).
  *
- * 1. Each advance is checked in its own transaction against frond's fence row (`FenceOps`: every
- *    store has it); a row that names another database, or none, means this one may have lost
- *    grants: the node fences (one guarded transaction, one node does it, the others find it done)
- *    and advances again.
+ * 1. Each advance is checked in its own transaction against frond's fence row (the primitive's
+ *    `advance`: every store has it); a row that names another database, or none, means this one
+ *    may have lost grants: the node fences (one guarded transaction, one node does it, the others
+ *    find it done) and advances again.
  * 2. A grant that starts below the highest max_id this node was ever granted (remembered durably
  *    in the data dir, `HighWaterFile`) means the database went back: it is thrown away, and the
  *    database is fenced past it: every tag up by the skip, so past what the other nodes (or the
@@ -39,10 +39,9 @@ const MAX_ROUNDS = 4;
  *
  * Every refusal is STORE_UNAVAILABLE, which the core answers as 503 SEGMENT_UNAVAILABLE.
  */
-export class FencedStore implements OpenedStore {
+export class FencedStore implements SegmentStore {
   readonly description: string;
   private readonly highWater: HighWaterFile;
-  private readonly fenceOps: FenceOps;
   private readonly logger: Logger;
   private readonly skip: bigint;
   /** One fence at a time from this node; loads of other tags wait for it. */
@@ -56,30 +55,18 @@ export class FencedStore implements OpenedStore {
   private readonly inFlight = new Map<string, Promise<unknown>>();
 
   constructor(
-    readonly inner: OpenedStore,
+    private readonly primitive: SegmentPrimitive,
     options: FencedStoreOptions,
   ) {
-    this.description = inner.description;
-    if (!hasFenceOps(inner))
-      throw new FrondError(
-        'INTERNAL',
-        `${inner.description} has no fence; every store needs one to be served`,
-      );
-    this.fenceOps = inner;
+    this.description = primitive.description;
     this.logger = options.logger ?? silentLogger;
     this.skip = BigInt(options.fenceSkip);
-    const scope = scopeOf(inner.description);
+    const scope = scopeOf(primitive.description);
     this.highWater = new HighWaterFile(options.dataDir, scope, {
       // Records an older version kept under another spelling of the same SQLite file.
       ...(scope.startsWith('sqlite:') && { alsoTagsOf: (other: string) => other.startsWith('sqlite:') }),
     });
-    if (inner.init !== undefined) {
-      const init = inner.init.bind(inner);
-      this.init = init;
-    }
   }
-
-  init?: () => Promise<TableCheck>;
 
   advance(tag: string, step?: number): Promise<Allocation | undefined> {
     const before = this.inFlight.get(tag);
@@ -124,7 +111,7 @@ export class FencedStore implements OpenedStore {
       }
       const { allocation, epoch, identity } = result;
       if (epoch < sentEpoch) {
-        if (identity !== sentIdentity && this.fenceOps.singleCopy !== true) {
+        if (identity !== sentIdentity && !this.primitive.singleCopy) {
           throw new FrondError(
             'STORE_UNAVAILABLE',
             `${this.description} is behind: it answers with fence epoch ${epoch} (database ${identity}), and this node already saw epoch ${sentEpoch} on ${sentIdentity}; a primary that was replaced is not served from (split brain)`,
@@ -168,55 +155,29 @@ export class FencedStore implements OpenedStore {
     );
   }
 
-  listTags(): Promise<string[]> {
-    return this.inner.listTags();
+  /**
+   * Whether this node was ever granted a range of `tag` (its data dir's record): a name that served
+   * IDs, whatever the database remembers of it now (served-store.ts).
+   */
+  hasServed(tag: string): boolean {
+    return this.highWater.state.tags.has(tag);
   }
-  getTag(tag: string): Promise<TagRow | undefined> {
-    return this.inner.getTag(tag);
-  }
-  listRows(): Promise<TagRow[]> {
-    return this.inner.listRows();
-  }
-  listRowsAfter(after: string | undefined, limit: number): Promise<TagRow[]> {
-    // A store without pages (a network one) is read whole; the caller takes it as one page.
-    if (this.inner.listRowsAfter === undefined)
-      return after === undefined ? this.inner.listRows() : Promise.resolve([]);
-    return this.inner.listRowsAfter(after, limit);
-  }
-  addTag(tag: NewTag): Promise<void> {
-    return this.inner.addTag(tag);
-  }
-  setStep(tag: string, step: number): Promise<void> {
-    return this.inner.setStep(tag, step);
-  }
-  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    return this.inner.tagOptions(tag);
-  }
-  listOpaque(): Promise<Map<string, OpaqueSetting>> {
-    return this.inner.listOpaque();
-  }
-  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    // This node served the name and its row is gone (a row that is there is TAG_EXISTS below): on
-    // SQLite, which keeps no frond_high_water, this is the record there is.
-    if (this.highWater.state.tags.has(tag.tag) && (await this.inner.getTag(tag.tag)) === undefined)
-      throw opaqueNameUsed(tag.tag);
-    return this.inner.addOpaqueTag(tag, opaque);
-  }
+
   close(): Promise<void> {
-    return this.inner.close();
+    return this.primitive.close();
   }
 
   private advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
-    return this.fenceOps.advanceFenced(tag, step);
+    return this.primitive.advance(tag, step);
   }
 
   /** `lost`: fences the database may have lost, each a skip more (see advanceInTurn). */
   private fence(observedEpoch: number, aboveEpoch: number, lost: number): Promise<void> {
-    const ops = this.fenceOps;
+    const primitive = this.primitive;
     const skip = this.skip * BigInt(1 + lost);
     this.fencing ??= (async () => {
       try {
-        const outcome = await ops.fence({
+        const outcome = await primitive.fence({
           observedEpoch,
           aboveEpoch,
           skip,

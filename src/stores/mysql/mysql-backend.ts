@@ -1,8 +1,8 @@
-import type { NetworkSqlConfig } from '../sql/network-sql.js';
-import { parseNetworkSqlUrl, redactUrl } from '../sql/network-sql-url.js';
+import { MYSQL_TLS } from '../../sql/mysql-tls.js';
+import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
 import type { StoreBackend } from '../store-backend.js';
 import { MYSQL_DDL, MYSQL_FROND_DDL, MysqlSegmentStore } from './mysql-segment-store.js';
-import { MYSQL_TLS } from './mysql-tls.js';
 
 /** `mysql://`: MySQL or MariaDB (InnoDB), Leaf's own database, on port 3306 unless named. */
 export const mysqlBackend: StoreBackend<NetworkSqlConfig> = {
@@ -12,5 +12,5 @@ export const mysqlBackend: StoreBackend<NetworkSqlConfig> = {
   ddl: [MYSQL_DDL, ...MYSQL_FROND_DDL].join(';\n\n'),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'mysql', defaultPort: 3306, tls: MYSQL_TLS }),
-  open: (config, { logger }) => new MysqlSegmentStore({ ...config, ...(logger && { logger }) }),
+  open: (config, { logger }) => new MysqlSegmentStore(config, { logger }),
 };

@@ -1,27 +1,13 @@
-import mysql from 'mysql2/promise';
-import { describeError, FrondError, isFrondError } from '../../core/errors.js';
-import { silentLogger } from '../../core/logger.js';
-import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import {
-  type NewTag,
-  type OpaqueSetting,
-  opaqueNameUsed,
-  type TagRow,
-  type TagStore,
-} from '../../core/tag-admin.js';
+import type mysql from 'mysql2/promise';
+import { FrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
+import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
 import { kindOf } from '../../core/tag-kind.js';
-import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
-import {
-  COLUMNS,
-  type NetworkSqlOptions,
-  type OptionRow,
-  opaqueMap,
-  optionsOf,
-  type RawRow,
-  toTagRow,
-} from '../sql/network-sql.js';
-import type { TableCheck } from '../store-backend.js';
-import { mysqlSsl } from './mysql-tls.js';
+import { errorCode, INT, MysqlConnections } from '../../sql/mysql-connections.js';
+import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -69,42 +55,6 @@ export const MYSQL_FROND_DDL = [
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
 
-/**
- * A 64-bit integer parameter. Every value goes to the server as a parameter of a prepared
- * statement, and mysql2 sends a JS number as a DOUBLE: `max_id + ?` would then be computed in
- * floating point and be off by up to 512 above 2^62. So integers are sent as decimal strings and
- * cast here, which MySQL and MariaDB convert exactly.
- */
-const INT = 'CAST(? AS SIGNED)';
-
-/**
- * The session every connection gets before its first statement, all values parameters:
- * - sql_mode pinned, so frond reads the same on any server whatever its global mode: strict (a tag
- *   over 128 characters or a BIGINT out of range fails the statement instead of being cut to fit
- *   and written), and no engine substitution (leaf_alloc on MyISAM would have no row locks, and
- *   two nodes could take the same range). NO_BACKSLASH_ESCAPES is left out, though nothing depends
- *   on it either way now: no value is ever written into SQL text, so no escaping is read by the
- *   server (on a server with it set, a tag `z'; UPDATE leaf_alloc SET max_id=1 ...` that the driver
- *   had escaped as `z\'` ended the string and ran the UPDATE). Modes such as ANSI_QUOTES,
- *   PIPES_AS_CONCAT or MariaDB's ORACLE, which change how the statements below parse, are off too.
- *   These three exist under the same names in MySQL 5.7 and 8 and in MariaDB 10 and 11
- *   (NO_AUTO_CREATE_USER, in MariaDB's default, is gone from MySQL 8, where naming it fails).
- * - UTC on both sides, so update_time reads the same whatever the server's zone.
- * - A lock wait ends (and rolls back) within the operation's deadline instead of InnoDB's default 50 s.
- * - autocommit even on a server that turns it off, or a read would keep an old snapshot open.
- */
-const SESSION_SQL = `SET SESSION sql_mode = ?, SESSION time_zone = ?, SESSION innodb_lock_wait_timeout = ${INT}, SESSION autocommit = 1`;
-const SQL_MODE = 'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
-
-/**
- * Prepared statements each connection keeps (mysql2 closes the least recently used one beyond
- * it). The store prepares 16 distinct statements, their texts fixed (values never enter them), so
- * 64 keeps every one prepared once per connection; mysql2's default, 16,000 per connection,
- * could with a pool of 20 exceed the server's limit for all sessions together
- * (max_prepared_stmt_count, 16,382 by default), which Leaf's servers share.
- */
-const MAX_PREPARED_STATEMENTS = 64;
-
 /** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
 
@@ -149,8 +99,8 @@ const RECORD_HIGH_WATER = `INSERT INTO frond_high_water (biz_tag, max_id) SELECT
 
 /**
  * The row read back with the tag's kind and its recorded high-water, in the advance's transaction
- * (the tag three times). The options row is joined as tagOptions joins it, by the column's
- * collation.
+ * (the tag three times). The options row is joined as the catalogue's `tag` joins it, by the
+ * column's collation.
  */
 const READ_GRANT = `SELECT l.max_id, l.step, o.opaque_domain, o.key_check,
   (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
@@ -164,132 +114,97 @@ interface GrantRow {
   high_water: string | null;
 }
 
-/** A statement on one connection: a prepared one with `values`, text without (its text is fixed). */
-type Sql = (text: string, values?: readonly SqlValue[]) => Promise<[unknown, unknown]>;
-type SqlValue = string | number | null;
-
 /** What the advance's transaction found, decided on once its connection is back. */
 type AdvanceOutcome =
   | { kind: 'unfenced'; epoch: number; identity: string }
   | { kind: 'read'; advanced: boolean; row: GrantRow | undefined; epoch: number; identity: string };
 
+const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ${INT}, ${INT}, ?)`;
+
 /**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
- * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart. Every operation
- * runs on a pooled connection under a deadline; a connection that failed or overran is destroyed,
- * never reused, and the pool opens a new one for the next operation. Every value goes to the server
- * as a parameter of a server-side prepared statement, never in SQL text.
+ * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart (the rules around
+ * the statements are SqlStore's). Every operation runs on a pooled connection under a deadline
+ * (`MysqlConnections`); every value goes to the server as a parameter of a server-side prepared
+ * statement, never in SQL text.
  */
-export class MysqlSegmentStore implements TagStore, FenceOps {
+export class MysqlSegmentStore extends SqlStore {
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } = {}) {
+    super(new MysqlDialect(config, options));
+  }
+}
+
+class MysqlDialect implements SqlDialect {
   readonly description: string;
-  private readonly pool: mysql.Pool;
-  private readonly connectTimeoutMs: number;
-  private readonly queryTimeoutMs: number;
-  /** Core connections whose session settings are made (the pool hands out wrappers). */
-  private readonly prepared = new WeakSet<object>();
-  private readonly sessionValues: SqlValue[];
-  /** The tables, checked before the first operation, and again after one found a table missing. */
-  private readonly tables = new TableCheckOnce(() => this.checkTable());
+  readonly leafDdl = MYSQL_DDL;
+  readonly frondDdl = MYSQL_FROND_DDL;
+  readonly noRow = '1 = 0';
+  readonly int = INT;
+  // ON UPDATE CURRENT_TIMESTAMP sets update_time when a row changes.
+  readonly touch = '';
+  private readonly connections: MysqlConnections;
 
-  constructor(options: NetworkSqlOptions) {
-    const logger = options.logger ?? silentLogger;
-    this.description = `mysql://${options.user === undefined ? '' : `${options.user}@`}${options.host}:${options.port}/${options.database}`;
-    this.connectTimeoutMs = options.connectTimeoutMs;
-    this.queryTimeoutMs = options.queryTimeoutMs;
-    // innodb_lock_wait_timeout counts whole seconds, from 1.
-    const lockWaitSeconds = Math.max(1, Math.ceil(options.queryTimeoutMs / 1000));
-    this.sessionValues = [SQL_MODE, '+00:00', String(lockWaitSeconds)];
-    this.pool = mysql.createPool({
-      host: options.host,
-      port: options.port,
-      database: options.database,
-      ...(options.user === undefined ? {} : { user: options.user }),
-      ...(options.password === undefined ? {} : { password: options.password }),
-      connectionLimit: options.poolSize,
-      maxIdle: options.poolSize,
-      idleTimeout: 30_000,
-      connectTimeout: options.connectTimeoutMs,
-      enableKeepAlive: true,
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      timezone: 'Z',
-      // One statement per call: a value can never carry a second one, and there is no batch to
-      // smuggle it into.
-      multipleStatements: false,
-      maxPreparedStatements: MAX_PREPARED_STATEMENTS,
-      ...(options.tls && { ssl: mysqlSsl(options.tls, this.description) }),
-    });
-    // A pooled connection that breaks while idle (the server restarted) leaves the pool; this
-    // listener keeps its 'error' event from ending the process.
-    this.pool.on('connection', (connection) => {
-      (connection as unknown as NodeJS.EventEmitter).on('error', (error: Error) => {
-        logger.log('warn', 'store.connection_lost', { store: this.description, error: error.message });
-      });
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined }) {
+    this.description = describeNetworkSql('mysql', config);
+    this.connections = new MysqlConnections(config, {
+      description: this.description,
+      logger: options.logger,
     });
   }
 
-  async advance(tag: string, step?: number): Promise<Allocation | undefined> {
-    const result = await this.advanceRow(tag, step, false);
-    return result?.kind === 'granted' ? result.allocation : undefined;
+  tagIs(column: string): { sql: string; params: number } {
+    return { sql: exactTag(column), params: 2 };
   }
 
-  advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    return this.advanceRow(tag, step, true);
+  async query(text: string, values?: readonly SqlValue[]): Promise<SqlResult> {
+    const [result] = await this.connections.run(text, values);
+    // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS).
+    return Array.isArray(result)
+      ? { rows: result, count: result.length }
+      : { rows: [], count: (result as mysql.ResultSetHeader).affectedRows };
   }
 
   /**
-   * One advance, in one transaction on one connection under one deadline: (fenced only) the fence
-   * row is read under a shared lock and compared with this server, and nothing is written unless
-   * they match; the row advances from its floor (frond_high_water); the new max_id is recorded in
-   * frond_high_water; and the row is read back with the tag's kind (frond_tag_options). The plain
-   * advance obeys the same rules but the fence, so that no path hands out an ID twice after a row
-   * was deleted and put back lower by hand.
+   * One advance, in one transaction on one connection under one deadline: the fence row is read
+   * under a shared lock and compared with this server, and nothing is written unless they match;
+   * the row advances from its floor (frond_high_water); the new max_id is recorded in
+   * frond_high_water; and the row is read back with the tag's kind (frond_tag_options).
    *
    * Each statement is a round trip of its own (START TRANSACTION, fence row, row lock, UPDATE,
-   * INSERT, SELECT, COMMIT: seven fenced, six plain; the row lock keeps advances of one tag from
-   * deadlocking, see LOCK_ROW), where the advance used to be one batch; a batch would
-   * need values in its SQL text. So the latency to the server counts six and five times: measured
-   * with the server's answers 10 ms away, 66 ms a fenced advance and 55 ms a plain one; 50 ms
-   * away, 313 and 261 ms, where a node's batch loads took 57 to 79 ms. On the same machine both
-   * take about 1.5 ms, as the batch did (the commit's log flush dominates). If any statement
-   * fails, the connection is destroyed, which rolls the transaction back: nothing was reserved.
+   * INSERT, SELECT, COMMIT: seven; the row lock keeps advances of one tag from deadlocking, see
+   * LOCK_ROW), where the advance used to be one batch; a batch would need values in its SQL text.
+   * So the latency to the server counts six times: measured with the server's answers 10 ms away,
+   * 66 ms an advance; 50 ms away, 313 ms, where a node's batch loads took 57 to 79 ms. On the same
+   * machine it takes about 1.5 ms, as the batch did (the commit's log flush dominates). If any
+   * statement fails, the connection is destroyed, which rolls the transaction back: nothing was
+   * reserved.
    */
-  private async advanceRow(
-    tag: string,
-    step: number | undefined,
-    fenced: boolean,
-  ): Promise<FencedAdvance | undefined> {
-    const outcome = await this.operate(() =>
-      this.withDeadlockRetry(() =>
-        this.transaction('advance', async (sql): Promise<AdvanceOutcome> => {
-          let epoch = 0;
-          let identity = '';
-          if (fenced) {
-            const [fenceRows] = await sql(FENCE_ROW);
-            const fence = (fenceRows as { epoch: string; identity: string; server: string }[])[0];
-            if (fence === undefined) {
-              // A database frond never fenced, or whose frond_fence was created again.
-              const [server] = await sql(SERVER_IDENTITY);
-              return { kind: 'unfenced', epoch: 0, identity: serverIdentity(server) };
-            }
-            epoch = Number(fence.epoch);
-            identity = fence.server;
-            if (fence.identity !== fence.server) return { kind: 'unfenced', epoch, identity };
-          }
-          await sql(LOCK_ROW, [tag, tag]);
-          const [update] =
-            step === undefined
-              ? await sql(ADVANCE_BY_TABLE_STEP, [tag, tag, tag, tag])
-              : await sql(ADVANCE_BY, [tag, String(step), tag, tag, tag, String(step)]);
-          // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
-          // reserved: a row whose next range would pass 2^63 - 1 (Leaf's UPDATE would fail on it
-          // with "BIGINT value is out of range"), or a row inserted after the UPDATE, not advanced.
-          const advanced = (update as mysql.ResultSetHeader).affectedRows > 0;
-          if (advanced) await sql(RECORD_HIGH_WATER, [tag, tag]);
-          const [rows] = await sql(READ_GRANT, [tag, tag, tag]);
-          return { kind: 'read', advanced, row: (rows as GrantRow[])[0], epoch, identity };
-        }),
-      ),
+  async advance(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
+    const outcome = await this.withDeadlockRetry(() =>
+      this.connections.transaction('advance', async (sql): Promise<AdvanceOutcome> => {
+        const [fenceRows] = await sql(FENCE_ROW);
+        const fence = (fenceRows as { epoch: string; identity: string; server: string }[])[0];
+        if (fence === undefined) {
+          // A database frond never fenced, or whose frond_fence was created again.
+          const [server] = await sql(SERVER_IDENTITY);
+          return { kind: 'unfenced', epoch: 0, identity: serverIdentity(server) };
+        }
+        const epoch = Number(fence.epoch);
+        const identity = fence.server;
+        if (fence.identity !== fence.server) return { kind: 'unfenced', epoch, identity };
+        await sql(LOCK_ROW, [tag, tag]);
+        const [update] =
+          step === undefined
+            ? await sql(ADVANCE_BY_TABLE_STEP, [tag, tag, tag, tag])
+            : await sql(ADVANCE_BY, [tag, String(step), tag, tag, tag, String(step)]);
+        // affectedRows counts matched rows (the driver sets CLIENT_FOUND_ROWS). No match, nothing
+        // reserved: a row whose next range would pass 2^63 - 1 (Leaf's UPDATE would fail on it
+        // with "BIGINT value is out of range"), or a row inserted after the UPDATE, not advanced.
+        const advanced = (update as mysql.ResultSetHeader).affectedRows > 0;
+        if (advanced) await sql(RECORD_HIGH_WATER, [tag, tag]);
+        const [rows] = await sql(READ_GRANT, [tag, tag, tag]);
+        return { kind: 'read', advanced, row: (rows as GrantRow[])[0], epoch, identity };
+      }),
     );
     if (outcome.kind === 'unfenced') return outcome;
     const { row, epoch, identity } = outcome;
@@ -341,72 +256,51 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
     // The first fence of a database inserts its row while other nodes' advances hold share locks
     // on the gap where it goes: InnoDB may pick either as a deadlock victim and roll it back whole,
     // so it is simply run again.
-    return this.operate(() =>
-      this.withDeadlockRetry(() =>
-        this.transaction('fence', async (sql) => {
-          const [identityRows] = await sql(SERVER_IDENTITY);
-          const identity = serverIdentity(identityRows);
-          const lock = async () =>
-            (
-              (await sql('SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE'))[0] as {
-                epoch: string;
-                identity: string;
-              }[]
-            )[0];
-          let row = await lock();
-          if (row === undefined) {
-            // A database frond never fenced: it records this one and raises nothing.
-            await sql(`INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ${INT}, ?)`, [
-              String(request.aboveEpoch + 1),
-              identity,
-            ]);
-            row = (await lock()) as { epoch: string; identity: string };
-            return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
-          }
-          if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
-            return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
-          }
-          // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
-          const skip = request.skip.toString();
-          const [raised] = await sql(
-            `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE max_id + ${INT} END`,
-            [skip, skip],
-          );
-          for (const [tag, maxId] of request.atLeast) {
-            await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE biz_tag = ? AND max_id < ${INT}`, [
-              maxId.toString(),
-              tag,
-              maxId.toString(),
-            ]);
-          }
-          const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
-          await sql(
-            `UPDATE frond_fence SET epoch = ${INT}, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1`,
-            [String(epoch), identity],
-          );
-          return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
-        }),
-      ),
+    return this.withDeadlockRetry(() =>
+      this.connections.transaction('fence', async (sql) => {
+        const [identityRows] = await sql(SERVER_IDENTITY);
+        const identity = serverIdentity(identityRows);
+        const lock = async () =>
+          (
+            (await sql('SELECT epoch, identity FROM frond_fence WHERE id = 1 FOR UPDATE'))[0] as {
+              epoch: string;
+              identity: string;
+            }[]
+          )[0];
+        let row = await lock();
+        if (row === undefined) {
+          // A database frond never fenced: it records this one and raises nothing.
+          await sql(`INSERT IGNORE INTO frond_fence (id, epoch, identity) VALUES (1, ${INT}, ?)`, [
+            String(request.aboveEpoch + 1),
+            identity,
+          ]);
+          row = (await lock()) as { epoch: string; identity: string };
+          return { epoch: Number(row.epoch), identity: row.identity, fenced: false, tags: 0 };
+        }
+        if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
+          return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
+        }
+        // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
+        const skip = request.skip.toString();
+        const [raised] = await sql(
+          `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE max_id + ${INT} END`,
+          [skip, skip],
+        );
+        for (const [tag, maxId] of request.atLeast) {
+          await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE biz_tag = ? AND max_id < ${INT}`, [
+            maxId.toString(),
+            tag,
+            maxId.toString(),
+          ]);
+        }
+        const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
+        await sql(
+          `UPDATE frond_fence SET epoch = ${INT}, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1`,
+          [String(epoch), identity],
+        );
+        return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
+      }),
     );
-  }
-
-  async listTags(): Promise<string[]> {
-    const [rows] = await this.statement('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag');
-    return (rows as { biz_tag: string }[]).map((row) => row.biz_tag);
-  }
-
-  async getTag(tag: string): Promise<TagRow | undefined> {
-    const [rows] = await this.statement(`SELECT ${COLUMNS} FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [
-      tag,
-      tag,
-    ]);
-    const row = (rows as RawRow[])[0];
-    return row && toTagRow(row);
-  }
-
-  async listRows(): Promise<TagRow[]> {
-    const [rows] = await this.statement(`SELECT ${COLUMNS} FROM leaf_alloc ORDER BY biz_tag`);
-    return (rows as RawRow[]).map(toTagRow);
   }
 
   /**
@@ -415,231 +309,62 @@ export class MysqlSegmentStore implements TagStore, FenceOps {
    * joined to the new row, and the tag served as opaque. The check matches names as the join does
    * (by the column's collation), so it refuses exactly the rows the join would find a setting for;
    * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS.
+   *
+   * An opaque tag's setting and row in one transaction: a name frond_high_water knows and
+   * leaf_alloc no longer holds served plain IDs (opaqueNameUsed); a row that is there fails the
+   * insert (TAG_EXISTS). No lock: without its leaf_alloc row no advance can record the name
+   * meanwhile.
    */
-  async addTag(tag: NewTag): Promise<void> {
-    await this.inserting(tag.tag, () =>
-      this.operate(() =>
-        this.transaction('addTag', async (sql) => {
-          const [kept] = await sql(
-            `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
+  insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
+    if (opaque === undefined)
+      return this.connections.transaction('addTag', async (sql) => {
+        const [kept] = await sql(
+          `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
               AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
-            [tag.tag, tag.tag],
-          );
-          if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
-          await sql(INSERT_ROW, rowValues(tag));
-        }),
-      ),
-    );
-  }
-
-  async tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    const [rows] = await this.statement(
-      'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
-      [tag],
-    );
-    return optionsOf((rows as OptionRow[])[0]);
-  }
-
-  async listOpaque(): Promise<Map<string, OpaqueSetting>> {
-    const [rows] = await this.statement('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options');
-    return opaqueMap(rows as OptionRow[]);
-  }
-
-  async addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    await this.inserting(tag.tag, () =>
-      this.operate(() =>
-        this.transaction('addOpaqueTag', async (sql) => {
-          // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs
-          // (opaqueNameUsed); a row that is there fails the insert below (TAG_EXISTS). No lock:
-          // without its leaf_alloc row no advance can record the name meanwhile.
-          const [used] = await sql(
-            `SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}
+          [tag.tag, tag.tag],
+        );
+        if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
+        await sql(INSERT_ROW, rowValues(tag));
+      });
+    return this.connections.transaction('addOpaqueTag', async (sql) => {
+      const [used] = await sql(
+        `SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}
               AND NOT EXISTS (SELECT 1 FROM leaf_alloc WHERE ${exactTag('biz_tag')})`,
-            [tag.tag, tag.tag, tag.tag, tag.tag],
-          );
-          if ((used as unknown[]).length > 0) throw opaqueNameUsed(tag.tag);
-          await sql('INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)', [
-            tag.tag,
-            opaque.domain,
-            opaque.keyCheck,
-          ]);
-          await sql(INSERT_ROW, rowValues(tag));
-        }),
-      ),
-    );
-  }
-
-  async setStep(tag: string, step: number): Promise<void> {
-    const [result] = await this.statement(
-      `UPDATE leaf_alloc SET step = ${INT} WHERE ${exactTag('biz_tag')}`,
-      [String(step), tag, tag],
-    );
-    if ((result as mysql.ResultSetHeader).affectedRows === 0) {
-      throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-    }
-  }
-
-  /** Creates leaf_alloc if it is missing (what `frond db init` does); never alters one. */
-  init(): Promise<TableCheck> {
-    return this.guard(() => this.checkTable());
-  }
-
-  async close(): Promise<void> {
-    await this.pool.end();
-  }
-
-  /** A tag's insert, its duplicate key answered as TAG_EXISTS. */
-  private async inserting(tag: string, insert: () => Promise<void>): Promise<void> {
-    try {
-      await insert();
-    } catch (error) {
-      if (errorCode((error as Error).cause) === 'ER_DUP_ENTRY') {
-        throw new FrondError('TAG_EXISTS', `tag ${tag} already exists`);
-      }
-      throw error;
-    }
-  }
-
-  /** One statement, after the table check. */
-  private statement(sql: string, values?: readonly SqlValue[]): Promise<[unknown, unknown]> {
-    return this.operate(() => this.run(sql, values));
-  }
-
-  /**
-   * `operation` after the table check, its driver errors as STORE_UNAVAILABLE. A statement that
-   * finds a table missing (ER_NO_SUCH_TABLE: frond_fence, frond_high_water, frond_tag_options or
-   * leaf_alloc dropped while nodes run) changed nothing: its transaction is rolled back with its
-   * connection. The check is forgotten, so the tables are created again (leaf_alloc only if it is
-   * missing, never altered), and the operation is run once more; a check that stayed done would
-   * fail every load until the node restarted.
-   */
-  private operate<T>(operation: () => Promise<T>): Promise<T> {
-    return this.guard(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const checked = this.tables.run();
-        await checked;
-        try {
-          return await operation();
-        } catch (error) {
-          if (!isNoSuchTable(error)) throw error;
-          this.tables.forget(checked);
-          if (attempt >= 2) throw error;
-        }
-      }
+        [tag.tag, tag.tag, tag.tag, tag.tag],
+      );
+      if ((used as unknown[]).length > 0) throw opaqueNameUsed(tag.tag);
+      await sql('INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)', [
+        tag.tag,
+        opaque.domain,
+        opaque.keyCheck,
+      ]);
+      await sql(INSERT_ROW, rowValues(tag));
     });
   }
 
-  /** Driver errors become STORE_UNAVAILABLE, named after the store; the driver's error is the cause. */
-  private async guard<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      if (isFrondError(error)) throw error;
-      throw new FrondError('STORE_UNAVAILABLE', `${this.description}: ${describeError(error)}`, {
-        cause: error,
-      });
-    }
-  }
-
-  /** One statement on a pooled connection under a deadline; a failed connection is destroyed. */
-  private run(sql: string, values?: readonly SqlValue[]): Promise<[unknown, unknown]> {
-    return this.onConnection((connection) => send(connection, sql, values), 'query');
-  }
-
-  /**
-   * `operation` in one transaction on one connection, under one deadline; committed if it
-   * resolves, and the connection destroyed (which rolls back) if anything fails.
-   */
-  private transaction<T>(what: string, operation: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.onConnection(async (connection) => {
-      await send(connection, 'START TRANSACTION');
-      const value = await operation((text, values) => send(connection, text, values));
-      await send(connection, 'COMMIT');
-      return value;
-    }, what);
-  }
-
-  /**
-   * `work` on a pooled connection whose session settings are made, all under one deadline; the
-   * connection goes back to the pool if `work` resolved, and is destroyed otherwise.
-   */
-  private async onConnection<T>(
-    work: (connection: mysql.PoolConnection) => Promise<T>,
-    what: string,
-  ): Promise<T> {
-    const connection = await deadline(
-      this.pool.getConnection(),
-      this.connectTimeoutMs,
-      'connecting',
-      (late) => late.release(),
+  /** ER_NO_SUCH_TABLE (1146), from the driver or as the cause of a store error. */
+  isMissingTable(error: unknown): boolean {
+    return (
+      errorCode(error) === 'ER_NO_SUCH_TABLE' ||
+      errorCode((error as Error | undefined)?.cause) === 'ER_NO_SUCH_TABLE'
     );
-    let healthy = false;
-    try {
-      const result = await deadline(
-        (async () => {
-          if (!this.prepared.has(connection.connection)) {
-            await send(connection, SESSION_SQL, this.sessionValues);
-            this.prepared.add(connection.connection);
-          }
-          return work(connection);
-        })(),
-        this.queryTimeoutMs,
-        what,
-      );
-      healthy = true;
-      return result;
-    } finally {
-      if (healthy) connection.release();
-      else connection.destroy();
-    }
   }
 
-  /** leaf_alloc (created if missing, never altered), then frond's own tables. */
-  private async checkTable(): Promise<TableCheck> {
-    const found = await this.checkLeafTable();
-    for (const ddl of MYSQL_FROND_DDL) await this.run(ddl);
-    return found;
+  isMissingColumn(error: unknown): boolean {
+    return errorCode(error) === 'ER_BAD_FIELD_ERROR';
   }
 
-  private async checkLeafTable(): Promise<TableCheck> {
-    const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE 1 = 0`;
-    try {
-      await this.run(probe);
-      return 'exists';
-    } catch (error) {
-      if (errorCode(error) === 'ER_BAD_FIELD_ERROR') {
-        throw new FrondError(
-          'INVALID_CONFIG',
-          `${this.description}: leaf_alloc lacks a column frond needs (${describeError(error)}); frond never alters a table, compare it with 'frond db init --print'`,
-        );
-      }
-      if (!isNoSuchTable(error)) throw error;
-    }
-    // IF NOT EXISTS: several nodes starting at once on an empty database all get the one table.
-    await this.run(MYSQL_DDL);
-    return 'created';
+  isDuplicateKey(error: unknown): boolean {
+    return errorCode(error) === 'ER_DUP_ENTRY';
+  }
+
+  close(): Promise<void> {
+    return this.connections.end();
   }
 }
-
-const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ${INT}, ${INT}, ?)`;
 
 function rowValues(tag: NewTag): SqlValue[] {
   return [tag.tag, tag.start.toString(), String(tag.step), tag.description ?? null];
-}
-
-/**
- * `text` on `connection`: with values, as a server-side prepared statement (mysql2 `execute`,
- * kept per connection), the values sent apart from the text and never parsed as SQL; without, as
- * text (a fixed statement: DDL, START TRANSACTION, COMMIT), which saves the prepare.
- */
-function send(
-  connection: mysql.PoolConnection,
-  text: string,
-  values?: readonly SqlValue[],
-): Promise<[unknown, unknown]> {
-  return (
-    values === undefined ? connection.query(text) : connection.execute(text, values as SqlValue[])
-  ) as Promise<[unknown, unknown]>;
 }
 
 function serverIdentity(rows: unknown): string {
@@ -654,76 +379,6 @@ function opaqueSettingKept(tag: string): FrondError {
     'OPAQUE_TAG_FIXED',
     `tag ${tag} was an opaque tag: its leaf_alloc row was deleted, and its setting remains in frond_tag_options (a setting is never changed or removed), so a new row under that name would be served as opaque, not plain; use a new name`,
   );
-}
-
-/**
- * onceUntilFailure (network-sql.ts), and forgotten on demand: when a statement finds a table
- * missing, the next operation checks the tables again. `forget` names the check the failed
- * operation waited for, so that operations failing together start one new check, not one each.
- */
-class TableCheckOnce {
-  private done: Promise<void> | undefined;
-
-  constructor(private readonly task: () => Promise<unknown>) {}
-
-  run(): Promise<void> {
-    if (this.done === undefined) {
-      const done: Promise<void> = this.task().then(
-        () => undefined,
-        (error: unknown) => {
-          if (this.done === done) this.done = undefined;
-          throw error;
-        },
-      );
-      this.done = done;
-    }
-    return this.done;
-  }
-
-  forget(checked: Promise<void>): void {
-    if (this.done === checked) this.done = undefined;
-  }
-}
-
-/** ER_NO_SUCH_TABLE (1146), from the driver or as the cause of a store error. */
-function isNoSuchTable(error: unknown): boolean {
-  return (
-    errorCode(error) === 'ER_NO_SUCH_TABLE' ||
-    errorCode((error as Error | undefined)?.cause) === 'ER_NO_SUCH_TABLE'
-  );
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/**
- * `promise`, or a rejection after `ms`. What it yields too late goes to `onLate` (a connection back
- * to the pool); a late failure is dropped, since the caller has already been told.
- */
-function deadline<T>(promise: Promise<T>, ms: number, what: string, onLate?: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      done = true;
-      reject(new Error(`no answer within ${ms} ms (${what})`));
-    }, ms);
-    promise.then(
-      (value) => {
-        if (done) return onLate?.(value);
-        done = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }
 
 function maxOf(a: bigint, b: bigint | undefined): bigint {

@@ -1,8 +1,8 @@
-import type { NetworkSqlConfig } from '../sql/network-sql.js';
-import { parseNetworkSqlUrl, redactUrl } from '../sql/network-sql-url.js';
+import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
+import { POSTGRES_TLS } from '../../sql/postgres-tls.js';
 import type { StoreBackend } from '../store-backend.js';
 import { POSTGRES_DDL, POSTGRES_FROND_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
-import { POSTGRES_TLS } from './postgres-tls.js';
 
 /** `postgres://` (or `postgresql://`, as libpq writes it): PostgreSQL on port 5432 unless named. */
 export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
@@ -12,5 +12,5 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   ddl: [POSTGRES_DDL, ...POSTGRES_FROND_DDL].join(';\n\n'),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
-  open: (config, { logger }) => new PostgresSegmentStore({ ...config, ...(logger && { logger }) }),
+  open: (config, { logger }) => new PostgresSegmentStore(config, { logger }),
 };

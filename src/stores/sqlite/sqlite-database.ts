@@ -3,11 +3,19 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
-import { type NewTag, type OpaqueSetting, opaqueNameUsed, type TagRow } from '../../core/tag-admin.js';
+import {
+  type NewTag,
+  type OpaqueSetting,
+  opaqueNameUsed,
+  type TagEntry,
+  type TagRow,
+  tagExists,
+  tagNotFound,
+} from '../../core/tag-catalogue.js';
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../fencing/fence.js';
-import { type OptionRow, opaqueMap, optionsOf } from '../sql/network-sql.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import { type OptionRow, opaqueMap, settingOf } from '../sql/leaf-rows.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
@@ -154,13 +162,16 @@ export class SqliteDatabase implements SqliteCalls {
       settingWithoutRow: db.prepare(
         'SELECT 1 FROM frond_tag_options o WHERE o.biz_tag = @tag AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = @tag)',
       ),
-      read: db
-        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag = ?')
+      // The row and its setting (`TagCatalogue.tag`).
+      entry: db
+        .prepare(
+          `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, o.opaque_domain, o.key_check
+             FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+            WHERE l.biz_tag = ?`,
+        )
         .safeIntegers(true),
       list: db.prepare('SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag'),
-      rows: db
-        .prepare('SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc ORDER BY biz_tag')
-        .safeIntegers(true),
+      // LIMIT -1: no limit.
       rowsFirst: db
         .prepare(
           'SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc ORDER BY biz_tag LIMIT ?',
@@ -173,9 +184,6 @@ export class SqliteDatabase implements SqliteCalls {
         .safeIntegers(true),
       insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
       setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
-      options: db.prepare(
-        'SELECT o.opaque_domain, o.key_check FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE l.biz_tag = ?',
-      ),
       opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
       insertOptions: db.prepare(
         'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
@@ -195,19 +203,15 @@ export class SqliteDatabase implements SqliteCalls {
     };
   }
 
-  advance(tag: string, step?: number): Allocation | undefined {
-    // IMMEDIATE: the write lock from the start, so the floor read inside the UPDATE and the record
-    // written after it are one step for every process on the file.
-    return this.db.transaction(() => this.grant(tag, step)).immediate();
-  }
-
   /**
-   * `advance` checked against the fence row in the same transaction (FenceOps): no row, nothing is
-   * reserved and the caller fences first (`unfenced`); a row, the advance is granted under its
-   * epoch and identity. The row is the file's own, so it is always current: a file that went back
-   * shows an older epoch than the nodes saw, or a grant below their high-water, and they fence.
+   * One advance checked against the fence row in the same IMMEDIATE transaction (the write lock
+   * from the start, so the floor read inside the UPDATE and the record written after it are one
+   * step for every process on the file): no row, nothing is reserved and the caller fences first
+   * (`unfenced`); a row, the advance is granted under its epoch and identity. The row is the file's
+   * own, so it is always current: a file that went back shows an older epoch than the nodes saw,
+   * or a grant below their high-water, and they fence.
    */
-  advanceFenced(tag: string, step?: number): FencedAdvance | undefined {
+  advance(tag: string, step?: number): FencedAdvance | undefined {
     return this.db
       .transaction((): FencedAdvance | undefined => {
         const fence = this.statements.fenceRow.get() as FenceRow | undefined;
@@ -289,81 +293,55 @@ export class SqliteDatabase implements SqliteCalls {
     return (this.statements.list.all() as { biz_tag: string }[]).map((row) => row.biz_tag);
   }
 
-  getTag(tag: string): TagRow | undefined {
-    const row = this.statements.read.get(tag) as RawRow | undefined;
-    return row && toTagRow(row);
-  }
-
-  listRows(): TagRow[] {
-    return (this.statements.rows.all() as RawRow[]).map(toTagRow);
-  }
-
   // Pages for /db: each reply is small, so decoding it on the main thread never takes long (the
   // whole 50,000-row table in one reply did: 200-300 ms).
-  listRowsAfter(after: string | undefined, limit: number): TagRow[] {
+  listRows(after?: string, limit?: number): TagRow[] {
     const rows =
       after === undefined
-        ? this.statements.rowsFirst.all(limit)
-        : this.statements.rowsAfter.all(after, limit);
+        ? this.statements.rowsFirst.all(limit ?? -1)
+        : this.statements.rowsAfter.all(after, limit ?? -1);
     return (rows as RawRow[]).map(toTagRow);
   }
 
-  addTag(tag: NewTag): void {
+  tag(tag: string): TagEntry | undefined {
+    const row = this.statements.entry.get(tag) as (RawRow & OptionRow) | undefined;
+    return row && { ...toTagRow(row), opaque: settingOf(row) };
+  }
+
+  addTag(tag: NewTag, opaque?: OpaqueSetting): void {
     try {
       this.db
         .transaction(() => {
-          // The setting is read with every grant: a plain row under the name would serve opaque IDs.
-          if (this.statements.settingWithoutRow.get({ tag: tag.tag }) !== undefined)
-            throw opaqueSettingRemains(tag.tag);
+          if (opaque === undefined) {
+            // The setting is read with every grant: a plain row under the name would serve opaque IDs.
+            if (this.statements.settingWithoutRow.get({ tag: tag.tag }) !== undefined)
+              throw opaqueSettingRemains(tag.tag);
+          } else {
+            // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs; a row
+            // that is there (or a setting left by an opaque tag) fails an insert: TAG_EXISTS.
+            if (this.statements.usedWithoutRow.get({ tag: tag.tag }) !== undefined)
+              throw opaqueNameUsed(tag.tag);
+            this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
+          }
           this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
         })
         .immediate();
     } catch (error) {
-      throw tagExists(tag.tag, error);
+      throw (error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ? tagExists(tag.tag) : error;
     }
   }
 
   setStep(tag: string, step: number): void {
-    if (this.statements.setStep.run(step, tag).changes === 0) {
-      throw new FrondError('TAG_NOT_FOUND', `tag ${tag} has no row in leaf_alloc`);
-    }
-  }
-
-  tagOptions(tag: string): { opaque: OpaqueSetting | null } | undefined {
-    return optionsOf(this.statements.options.get(tag) as OptionRow | undefined);
+    if (this.statements.setStep.run(step, tag).changes === 0) throw tagNotFound(tag);
   }
 
   listOpaque(): Map<string, OpaqueSetting> {
     return opaqueMap(this.statements.opaque.all() as OptionRow[]);
   }
 
-  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): void {
-    try {
-      this.db
-        .transaction(() => {
-          // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs; a row
-          // that is there (or a setting left by an opaque tag) fails an insert: TAG_EXISTS.
-          if (this.statements.usedWithoutRow.get({ tag: tag.tag }) !== undefined)
-            throw opaqueNameUsed(tag.tag);
-          this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
-          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
-        })
-        .immediate();
-    } catch (error) {
-      throw tagExists(tag.tag, error);
-    }
-  }
-
   close(): void {
     this.db.close();
   }
-}
-
-/** A primary key already taken is TAG_EXISTS; any other error is as it came. */
-function tagExists(tag: string, error: unknown): unknown {
-  return (error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
-    ? new FrondError('TAG_EXISTS', `tag ${tag} already exists`)
-    : error;
 }
 
 /**

@@ -4,9 +4,11 @@ import { describe, it } from 'node:test';
 import { tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
 import { byHand, copy } from '../../../test/support/sqlite-by-hand.js';
+import { unjournaled } from '../../../test/support/store-views.js';
 import type { Allocation } from '../../core/segment-store.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { PLAIN_KIND } from '../../core/tag-kind.js';
-import { FencedStore } from '../fencing/fenced-store.js';
+import { servedStore } from '../fencing/served-store.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
 // A restored SQLite file is fenced like a restored PostgreSQL or MySQL database. Before, a process
@@ -28,8 +30,8 @@ function fenceRow(path: string): { epoch: number; identity: string } | undefined
 }
 
 /** Two processes on one file, each with its own data dir, as two nodes or two --workers processes. */
-function nodes(path: string): [FencedStore, FencedStore] {
-  const open = () => new FencedStore(new SqliteSegmentStore(path), { dataDir: tempDir(), fenceSkip: SKIP });
+function nodes(path: string): [CataloguedStore, CataloguedStore] {
+  const open = () => servedStore(new SqliteSegmentStore(path), { dataDir: tempDir(), fenceSkip: SKIP });
   return [open(), open()];
 }
 
@@ -74,7 +76,7 @@ function assertDisjoint(grants: Allocation[]): void {
   }
 }
 
-async function grant(store: FencedStore, tag: string): Promise<Allocation> {
+async function grant(store: CataloguedStore, tag: string): Promise<Allocation> {
   const allocation = await store.advance(tag);
   assert.ok(allocation !== undefined, `${tag} has a row`);
   return allocation;
@@ -211,17 +213,17 @@ describe('SQLite fence operations', () => {
       await store.addTag({ tag: behind, step: 10, start: 1n });
       await store.addTag({ tag: text, step: 10, start: 1n });
       byHand(path, (db) => db.prepare("UPDATE leaf_alloc SET max_id = 'x' WHERE biz_tag = ?").run(text));
-      assert.deepEqual(await store.advanceFenced(plain), { kind: 'unfenced', epoch: 0, identity: '' });
-      assert.equal((await store.getTag(plain))?.maxId, 100n, 'nothing reserved without the row');
+      assert.deepEqual(await store.advance(plain), { kind: 'unfenced', epoch: 0, identity: '' });
+      assert.equal((await store.tag(plain))?.maxId, 100n, 'nothing reserved without the row');
 
       const request = { observedEpoch: 0, aboveEpoch: 6, skip: 1000n, atLeast: new Map<string, bigint>() };
       const made = await store.fence(request);
       assert.equal(made.fenced, false);
       assert.equal(made.tags, 0);
       assert.equal(made.epoch, 7, 'above the epoch the caller saw');
-      assert.equal((await store.getTag(plain))?.maxId, 100n, 'a new row raises nothing');
+      assert.equal((await store.tag(plain))?.maxId, 100n, 'a new row raises nothing');
 
-      assert.deepEqual(await store.advanceFenced(plain), {
+      assert.deepEqual(await store.advance(plain), {
         kind: 'granted',
         allocation: { maxId: 110n, step: 10, tableStep: 10, kind: PLAIN_KIND },
         epoch: 7,
@@ -239,9 +241,9 @@ describe('SQLite fence operations', () => {
         atLeast: new Map([[behind, 5_000n]]),
       });
       assert.deepEqual(fenced, { epoch: 8, identity: made.identity, fenced: true, tags: 3 });
-      assert.equal((await store.getTag(plain))?.maxId, 1_110n);
-      assert.equal((await store.getTag(top))?.maxId, max, 'used up, not past 2^63 - 1');
-      assert.equal((await store.getTag(behind))?.maxId, 5_000n, 'to what the caller was granted');
+      assert.equal((await store.tag(plain))?.maxId, 1_110n);
+      assert.equal((await store.tag(top))?.maxId, max, 'used up, not past 2^63 - 1');
+      assert.equal((await store.tag(behind))?.maxId, 5_000n, 'to what the caller was granted');
       const left = byHand(path, (db) =>
         db.prepare('SELECT max_id FROM leaf_alloc WHERE biz_tag = ?').get(text),
       ) as { max_id: unknown };
@@ -257,11 +259,11 @@ describe('SQLite fence operations', () => {
     const tag = randomTag();
     try {
       await store.addTag({ tag, step: 10, start: 1n });
-      assert.equal((await store.advance(tag, 490))?.maxId, 491n);
+      assert.equal((await unjournaled(store).advance(tag, 490))?.maxId, 491n);
       byHand(path, (db) => db.prepare('UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = ?').run(tag));
       await store.fence({ observedEpoch: 0, aboveEpoch: 0, skip: 1n, atLeast: new Map() });
       await store.fence({ observedEpoch: 1, aboveEpoch: 0, skip: 1000n, atLeast: new Map() });
-      assert.equal((await store.getTag(tag))?.maxId, 1_491n);
+      assert.equal((await store.tag(tag))?.maxId, 1_491n);
     } finally {
       await store.close();
     }

@@ -4,10 +4,11 @@ import { describe, it } from 'node:test';
 import { tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
 import { byHand } from '../../../test/support/sqlite-by-hand.js';
+import { bare } from '../../../test/support/store-views.js';
 import { isFrondError } from '../../core/errors.js';
-import type { TagStore } from '../../core/tag-admin.js';
+import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { PLAIN_KIND } from '../../core/tag-kind.js';
-import { FencedStore } from '../fencing/fenced-store.js';
+import { servedStore } from '../fencing/served-store.js';
 import { SQLITE_DDL, SQLITE_FROND_DDL } from './sqlite-database.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
 
@@ -17,11 +18,11 @@ import { SqliteSegmentStore } from './sqlite-segment-store.js';
 const opaque = { domain: 'bits:20', keyCheck: '0123456789abcdef' };
 
 /** Two processes on one file: the bare stores, and the stores as nodes serve them (a data dir each). */
-const setups: [string, (path: string) => TagStore][] = [
-  ['two stores', (path) => new SqliteSegmentStore(path)],
+const setups: [string, (path: string) => CataloguedStore][] = [
+  ['two stores', (path) => bare(new SqliteSegmentStore(path))],
   [
     'two fenced stores, each with its own data dir (two --workers processes)',
-    (path) => new FencedStore(new SqliteSegmentStore(path), { dataDir: tempDir(), fenceSkip: 1_000_000_000 }),
+    (path) => servedStore(new SqliteSegmentStore(path), { dataDir: tempDir(), fenceSkip: 1_000_000_000 }),
   ],
 ];
 
@@ -40,10 +41,10 @@ describe('SQLite frond_high_water across processes on one file', () => {
 
         // The second never served the tag; only the file knows it did.
         await assert.rejects(
-          second.addOpaqueTag({ tag, step: 100, start: 1n }, opaque),
+          second.addTag({ tag, step: 100, start: 1n }, opaque),
           (error) => isFrondError(error, 'OPAQUE_TAG_FIXED') && /has served IDs before/.test(error.message),
         );
-        assert.equal(await second.getTag(tag), undefined, 'no row was created');
+        assert.equal(await second.tag(tag), undefined, 'no row was created');
         assert.equal((await second.listOpaque()).has(tag), false, 'no setting was created');
 
         await second.addTag({ tag, step: 100, start: 1n });
@@ -67,7 +68,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
       const second = open(path);
       try {
         const tag = randomTag();
-        await first.addOpaqueTag({ tag, step: 100, start: 1n }, opaque);
+        await first.addTag({ tag, step: 100, start: 1n }, opaque);
         assert.deepEqual((await first.advance(tag))?.kind, { opaque });
         byHand(path, (db) => db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag));
         await assert.rejects(
@@ -76,9 +77,9 @@ describe('SQLite frond_high_water across processes on one file', () => {
             isFrondError(error, 'OPAQUE_TAG_FIXED') &&
             /setting remains in frond_tag_options/.test(error.message),
         );
-        assert.equal(await second.getTag(tag), undefined, 'no row was created');
+        assert.equal(await second.tag(tag), undefined, 'no row was created');
         // Nor opaque again: the name served IDs (frond_high_water knows it) and its row is gone.
-        await assert.rejects(second.addOpaqueTag({ tag, step: 100, start: 1n }, opaque), (error) =>
+        await assert.rejects(second.addTag({ tag, step: 100, start: 1n }, opaque), (error) =>
           isFrondError(error, 'OPAQUE_TAG_FIXED'),
         );
         assert.equal((await second.listOpaque()).get(tag)?.domain, opaque.domain, 'the setting is as it was');
@@ -110,7 +111,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
         opaque.keyCheck,
       );
     });
-    const store = new SqliteSegmentStore(path);
+    const store = bare(new SqliteSegmentStore(path));
     try {
       // No record yet: the floor is max_id, as before.
       assert.deepEqual(await store.advance(plain), {
@@ -139,7 +140,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
 
   it('refuses a range past 2^63 - 1 from the recorded floor, and leaves the row and the record as they were', async () => {
     const path = join(tempDir(), 'frond.db');
-    const store = new SqliteSegmentStore(path);
+    const store = bare(new SqliteSegmentStore(path));
     try {
       const top = 2n ** 63n - 1n;
       const tag = randomTag();
@@ -151,7 +152,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
         store.advance(tag),
         (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED') && error.message.includes(`max_id ${top - 5n}`),
       );
-      assert.equal((await store.getTag(tag))?.maxId, 1n, 'the row is left as it was');
+      assert.equal((await store.tag(tag))?.maxId, 1n, 'the row is left as it was');
       assert.equal((await store.advance(tag, 5))?.maxId, top, 'what still fits is granted from the floor');
     } finally {
       await store.close();

@@ -1,31 +1,32 @@
 import Database from 'better-sqlite3';
 import { ERROR_CODES, FrondError, type FrondErrorCode } from '../../core/errors.js';
-import type { Allocation } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow } from '../../core/tag-admin.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../fencing/fence.js';
+import { TAG_CATALOGUE_CALLS, type TagCatalogue } from '../../core/tag-catalogue.js';
+import type { SegmentPrimitive } from '../segment-primitive.js';
+
+/**
+ * Every call the SQLite worker thread answers, once: the segment primitive's, the tag catalogue's
+ * and `close`. The store's methods (sqlite-segment-store.ts) and the worker's dispatch
+ * (sqlite-worker.ts) are made from this list, so a new call is a line here (or in
+ * TAG_CATALOGUE_CALLS) and its method in sqlite-database.ts.
+ */
+export const SQLITE_CALLS = ['advance', 'fence', ...TAG_CATALOGUE_CALLS, 'close'] as const;
+
+export type SqliteMethod = (typeof SQLITE_CALLS)[number];
 
 /**
  * What the SQLite worker thread answers: the store's calls, synchronous there (sqlite-database.ts).
  * Arguments and results cross by structured clone, which carries bigints (max_id up to 2^63 - 1),
  * Dates and Maps as they are, never through a JavaScript number.
  */
-export interface SqliteCalls {
-  advance(tag: string, step?: number): Allocation | undefined;
-  advanceFenced(tag: string, step?: number): FencedAdvance | undefined;
-  fence(request: FenceRequest): FenceOutcome;
-  listTags(): string[];
-  getTag(tag: string): TagRow | undefined;
-  listRows(): TagRow[];
-  listRowsAfter(after: string | undefined, limit: number): TagRow[];
-  addTag(tag: NewTag): void;
-  setStep(tag: string, step: number): void;
-  tagOptions(tag: string): { opaque: OpaqueSetting | null } | undefined;
-  listOpaque(): Map<string, OpaqueSetting>;
-  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): void;
-  close(): void;
-}
+export type SqliteCalls = {
+  [M in SqliteMethod]: (SegmentPrimitive & TagCatalogue)[M] extends (...args: infer A) => Promise<infer R>
+    ? (...args: A) => R
+    : never;
+};
 
-export type SqliteMethod = keyof SqliteCalls;
+export function isSqliteMethod(method: unknown): method is SqliteMethod {
+  return (SQLITE_CALLS as readonly unknown[]).includes(method);
+}
 
 export interface SqliteWorkerData {
   path: string;

@@ -6,6 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { runNode, tempDir } from '../../../test/support/frond-process.js';
 import { randomTag } from '../../../test/support/random-tag.js';
+import { unjournaled } from '../../../test/support/store-views.js';
 import { isFrondError } from '../../core/errors.js';
 import { PLAIN_KIND } from '../../core/tag-kind.js';
 import { SqliteSegmentStore } from './sqlite-segment-store.js';
@@ -35,9 +36,11 @@ describe('SQLite store in its worker thread', () => {
       await store.addTag({ tag, step: 10, start: 1n });
       other.exec('BEGIN IMMEDIATE');
       let settled = false;
-      const load = store.advance(tag).finally(() => {
-        settled = true;
-      });
+      const load = unjournaled(store)
+        .advance(tag)
+        .finally(() => {
+          settled = true;
+        });
       // Within busy_timeout (5 s) the load waits for the lock. On the event loop (better-sqlite3
       // called in this thread) it would hold these timers for the whole 5 s and then fail
       // SQLITE_BUSY, because the lock could never be released while it waited.
@@ -61,7 +64,7 @@ describe('SQLite store in its worker thread', () => {
       );
       other.exec('DROP TABLE leaf_alloc');
       await assert.rejects(
-        store.advance(tag),
+        unjournaled(store).advance(tag),
         (error) =>
           error instanceof Database.SqliteError &&
           error.code === 'SQLITE_ERROR' &&
@@ -84,11 +87,11 @@ describe('SQLite store in its worker thread', () => {
       await store.addTag({ tag, step: 10, start: 1n });
       other.exec('BEGIN IMMEDIATE');
       await assert.rejects(
-        store.advance(tag),
+        unjournaled(store).advance(tag),
         (error) => error instanceof Database.SqliteError && error.code === 'SQLITE_BUSY',
       );
       other.exec('ROLLBACK');
-      assert.equal((await store.getTag(tag))?.maxId, 1n, 'the refused load changed nothing');
+      assert.equal((await store.tag(tag))?.maxId, 1n, 'the refused load changed nothing');
     } finally {
       other.close();
       await store.close();
@@ -106,7 +109,7 @@ describe('SQLite store in its worker thread', () => {
       // Both calls are posted while the new worker is still loading its modules (tens of ms), and it
       // is ended before it reads them: the worker is private, a test reaches it to end it as a crash
       // (an exit, a fatal error) would.
-      const calls = [store.advance(tag), store.getTag(tag)];
+      const calls = [unjournaled(store).advance(tag), store.tag(tag)];
       void (store as unknown as { worker: Worker }).worker.terminate();
       for (const call of calls) {
         await assert.rejects(
@@ -116,7 +119,12 @@ describe('SQLite store in its worker thread', () => {
         );
       }
       // The next call starts a new worker; the load that was never read consumed nothing.
-      assert.deepEqual(await store.advance(tag), { maxId: 11n, step: 10, tableStep: 10, kind: PLAIN_KIND });
+      assert.deepEqual(await unjournaled(store).advance(tag), {
+        maxId: 11n,
+        step: 10,
+        tableStep: 10,
+        kind: PLAIN_KIND,
+      });
     } finally {
       await store.close();
     }

@@ -1,11 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import { describeError, FrondError } from '../../core/errors.js';
-import type { Allocation } from '../../core/segment-store.js';
-import type { NewTag, OpaqueSetting, TagRow, TagStore } from '../../core/tag-admin.js';
-import type { FencedAdvance, FenceOps, FenceOutcome, FenceRequest } from '../fencing/fence.js';
+import type { OpenedStore } from '../store-backend.js';
 import { SqliteDatabase } from './sqlite-database.js';
 import {
   fromWire,
+  SQLITE_CALLS,
   type SqliteCalls,
   type SqliteMethod,
   type SqliteReply,
@@ -44,6 +43,27 @@ interface Pending {
   reject(error: Error): void;
 }
 
+/** The calls the store posts to its worker as they are: every one but `close`, which ends it too. */
+type Posted = Exclude<SqliteMethod, 'close'>;
+
+/** A method for each call of SQLITE_CALLS but `close`, posting it to the worker (`call`). */
+abstract class PostedCalls {
+  protected abstract call(method: SqliteMethod, args: unknown[]): Promise<unknown>;
+}
+for (const method of SQLITE_CALLS) {
+  if (method === 'close') continue;
+  Object.defineProperty(PostedCalls.prototype, method, {
+    value(this: PostedCalls, ...args: unknown[]) {
+      return this.call(method, args);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+const WorkerCalls = PostedCalls as unknown as abstract new () => PostedCalls & {
+  [M in Posted]: (...args: Parameters<SqliteCalls[M]>) => Promise<ReturnType<SqliteCalls[M]>>;
+};
+
 /**
  * The embedded default store: Leaf's `leaf_alloc` in one SQLite file (sqlite-database.ts), whose
  * calls run in a worker thread of their own. better-sqlite3 is synchronous: on the event loop, each
@@ -56,9 +76,9 @@ interface Pending {
  * no process alive. If it dies, the calls it had fail with STORE_UNAVAILABLE (a segment load's
  * outcome unknown, as for any store error) and the next call starts a new one; `close` ends it.
  */
-export class SqliteSegmentStore implements TagStore, FenceOps {
+export class SqliteSegmentStore extends WorkerCalls implements OpenedStore {
   readonly description: string;
-  /** One file, no replica that could be promoted: see FenceOps. */
+  /** One file, no replica that could be promoted: see SegmentPrimitive. */
   readonly singleCopy = true;
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
@@ -67,60 +87,13 @@ export class SqliteSegmentStore implements TagStore, FenceOps {
   private closing: Promise<void> | undefined;
 
   constructor(readonly path: string) {
+    super();
     this.description = `sqlite:${path}`;
     // Opened once here, on the caller's thread, before any request: a path whose directory is
     // missing, a file that is not a database or a read-only one fails the start in one line (as
     // before the worker), instead of a node that starts and answers 503 for a file on its own disk.
     new SqliteDatabase(path).close();
     this.worker = this.start();
-  }
-
-  advance(tag: string, step?: number): Promise<Allocation | undefined> {
-    return this.call('advance', step === undefined ? [tag] : [tag, step]);
-  }
-
-  advanceFenced(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    return this.call('advanceFenced', step === undefined ? [tag] : [tag, step]);
-  }
-
-  fence(request: FenceRequest): Promise<FenceOutcome> {
-    return this.call('fence', [request]);
-  }
-
-  listTags(): Promise<string[]> {
-    return this.call('listTags', []);
-  }
-
-  getTag(tag: string): Promise<TagRow | undefined> {
-    return this.call('getTag', [tag]);
-  }
-
-  listRows(): Promise<TagRow[]> {
-    return this.call('listRows', []);
-  }
-
-  listRowsAfter(after: string | undefined, limit: number): Promise<TagRow[]> {
-    return this.call('listRowsAfter', [after, limit]);
-  }
-
-  addTag(tag: NewTag): Promise<void> {
-    return this.call('addTag', [tag]);
-  }
-
-  setStep(tag: string, step: number): Promise<void> {
-    return this.call('setStep', [tag, step]);
-  }
-
-  tagOptions(tag: string): Promise<{ opaque: OpaqueSetting | null } | undefined> {
-    return this.call('tagOptions', [tag]);
-  }
-
-  listOpaque(): Promise<Map<string, OpaqueSetting>> {
-    return this.call('listOpaque', []);
-  }
-
-  addOpaqueTag(tag: NewTag, opaque: OpaqueSetting): Promise<void> {
-    return this.call('addOpaqueTag', [tag, opaque]);
   }
 
   /**
@@ -158,14 +131,11 @@ export class SqliteSegmentStore implements TagStore, FenceOps {
     }
   }
 
-  private call<M extends SqliteMethod>(
-    method: M,
-    args: Parameters<SqliteCalls[M]>,
-  ): Promise<ReturnType<SqliteCalls[M]>> {
+  protected call(method: SqliteMethod, args: unknown[]): Promise<unknown> {
     // better-sqlite3's own words for a call on a closed database, as the store answered before.
     if (this.closed) return Promise.reject(new TypeError('The database connection is not open'));
     this.worker ??= this.start();
-    return this.send(this.worker, method, args) as Promise<ReturnType<SqliteCalls[M]>>;
+    return this.send(this.worker, method, args);
   }
 
   private send(worker: Worker, method: SqliteMethod, args: unknown[]): Promise<unknown> {

@@ -4,8 +4,14 @@
 // this thread only, not the event loop that answers requests.
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteDatabase } from './sqlite-database.js';
-import type { SqliteCalls, SqliteReply, SqliteRequest, SqliteWorkerData } from './sqlite-protocol.js';
-import { toWire } from './sqlite-protocol.js';
+import {
+  isSqliteMethod,
+  type SqliteCalls,
+  type SqliteReply,
+  type SqliteRequest,
+  type SqliteWorkerData,
+  toWire,
+} from './sqlite-protocol.js';
 
 const port = parentPort;
 if (port === null) throw new Error('sqlite-worker.ts runs as a worker thread of SqliteSegmentStore');
@@ -18,6 +24,8 @@ let db: SqliteDatabase | undefined;
 port.on('message', (request: SqliteRequest) => {
   let reply: SqliteReply;
   try {
+    if (!isSqliteMethod(request.method))
+      throw new TypeError(`the SQLite worker has no call ${String(request.method)}`);
     if (request.method === 'close') {
       db?.close();
       db = undefined;

@@ -1,4 +1,4 @@
-import { FrondError } from '../../core/errors.js';
+import { FrondError } from '../core/errors.js';
 import type { NetworkSqlConfig } from './network-sql.js';
 import type { NetworkSqlTlsParameters } from './network-sql-tls.js';
 

@@ -7,7 +7,7 @@ import {
   type NetworkSqlTlsParameters,
   tlsFiles,
   tlsVersionRange,
-} from '../sql/network-sql-tls.js';
+} from './network-sql-tls.js';
 
 /** The values of `ssl-mode`, as MySQL's client and Connector/J's `sslMode` spell them. */
 export const MYSQL_SSL_MODES = ['DISABLED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'] as const;

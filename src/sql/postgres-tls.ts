@@ -5,7 +5,7 @@ import {
   type NetworkSqlTls,
   type NetworkSqlTlsParameters,
   tlsFiles,
-} from '../sql/network-sql-tls.js';
+} from './network-sql-tls.js';
 
 /**
  * libpq's TLS parameters, as a `postgres://` URL from psql, a managed database's console or

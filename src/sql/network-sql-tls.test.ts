@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isFrondError } from '../../core/errors.js';
-import { mysqlBackend } from '../mysql/mysql-backend.js';
-import { postgresBackend } from '../postgres/postgres-backend.js';
+import { isFrondError } from '../core/errors.js';
+import { mysqlBackend } from '../stores/mysql/mysql-backend.js';
+import { postgresBackend } from '../stores/postgres/postgres-backend.js';
 
 const pgTls = (query: string) =>
   postgresBackend.parse(`postgres://u:secret@db.example:5432/ids?${query}`).tls;

@@ -3,7 +3,7 @@
 // to its driver (pg, mysql2) with the PEM files read.
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { FrondError } from '../../core/errors.js';
+import { FrondError } from '../core/errors.js';
 
 export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 export type TlsVersion = (typeof TLS_VERSIONS)[number];
