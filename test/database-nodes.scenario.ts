@@ -310,9 +310,10 @@ export function describeDatabaseNodes(dialect: ServerDialect): void {
       for (const id of idsByTag.get('leaf-segment-test') ?? [])
         assert.ok(id >= 4001, 'IDs continue above Leaf’s');
       assert.equal(await tableDefinition(db), definition, 'frond left Leaf’s table as it was');
-      assert.ok(checked > 5_000, `only ${checked} IDs were checked`);
-      // A floor that proves segments switched under load on every node, not a speed: a machine with
-      // both cores busy gave 41-49 loads where a quiet one gives 53-78 (a MySQL load is 7 round trips).
+      // Floors that prove traffic reached every node and segments switched under load, not speeds: a
+      // machine with both cores busy checked 4,477 to 11,072 IDs in the 4 s of load (load average 13
+      // to 26), and gave 41-58 loads where a quiet one gives 53-78 (a MySQL load is 7 round trips).
+      assert.ok(checked > 2_000, `only ${checked} IDs were checked`);
       assert.ok(loads > 25, `only ${loads} segment loads happened`);
       t.diagnostic(
         `${name}: ${checked} IDs on ${tags.length} tags checked unique, ${orderChecks} order checks, ${requests} requests, ${loads} segment loads, ${NODES} nodes, 2 SIGKILLs and restarts, ${LOAD_MS} ms of load`,
