@@ -9,7 +9,7 @@ import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
-import { bare } from './support/store-views.js';
+import { bare, fenceByHand } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('mysql');
@@ -28,6 +28,10 @@ const raw: RawTable = {
       maxId.toString(),
       step,
     ]);
+  },
+  async fence(t, skip) {
+    const db = await database.open(t);
+    if (db) await fenceByHand(openStore(db.url), skip);
   },
 };
 

@@ -3,7 +3,7 @@ import { servedStore } from '../src/stores/fencing/served-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
-import { bare } from './support/store-views.js';
+import { bare, fenceByHand } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
 
 const database = testDatabase('postgres');
@@ -18,6 +18,10 @@ const raw: RawTable = {
       'INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ($1, $2, $3)',
       [tag, maxId.toString(), step],
     );
+  },
+  async fence(t, skip) {
+    const db = await database.open(t);
+    if (db) await fenceByHand(openStore(db.url), skip);
   },
 };
 

@@ -10,6 +10,8 @@ import { randomTag } from './support/random-tag.js';
 export interface RawTable {
   deleteRow(t: TestContext, tag: string): Promise<void>;
   insertRow(t: TestContext, tag: string, maxId: bigint, step: number): Promise<void>;
+  /** `frond db fence --fence-skip SKIP` on the same database (every tag on it is raised). */
+  fence?(t: TestContext, skip: bigint): Promise<void>;
 }
 
 /**
@@ -287,6 +289,29 @@ export function describeSegmentStore(
           assert.ok(
             grant.maxId - BigInt(grant.step) >= 201n,
             `granted [${grant.maxId - BigInt(grant.step)}, ${grant.maxId})`,
+          );
+        }));
+    }
+
+    const fenceByHand = raw?.fence;
+    if (raw !== undefined && fenceByHand !== undefined) {
+      // The restore of a dump taken after a row was put back lower: frond_high_water holds the
+      // highest grant, leaf_alloc the lower row. Raised from the row, the skip could land below
+      // ranges served after the dump; the fence raises from the floor the advance serves from.
+      it('a fence raises a row put back lower by hand from its highest grant, not from the row', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 100, start: 1n });
+          assert.equal((await store.advance(tag))?.maxId, 101n);
+          await raw.deleteRow(t, tag);
+          await raw.insertRow(t, tag, 1n, 100);
+          await fenceByHand(t, 1000n);
+          const grant = await store.advance(tag);
+          assert.ok(grant !== undefined);
+          const start = grant.maxId - BigInt(grant.step);
+          assert.ok(
+            start >= 101n + 1000n,
+            `granted [${start}, ${grant.maxId}): the skip was added to the lowered row`,
           );
         }));
     }

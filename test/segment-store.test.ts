@@ -6,7 +6,7 @@ import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { byHand } from './support/sqlite-by-hand.js';
-import { bare } from './support/store-views.js';
+import { bare, fenceByHand } from './support/store-views.js';
 
 const sqliteFile = join(mkdtempSync(join(tmpdir(), 'frond-store-')), 'frond.db');
 
@@ -18,6 +18,9 @@ const raw: RawTable = {
     byHand(sqliteFile, (db) =>
       db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES (?, ?, ?)').run(tag, maxId, step),
     );
+  },
+  async fence(_t, skip) {
+    await fenceByHand(new SqliteSegmentStore(sqliteFile), skip);
   },
 };
 

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import { describeError, FrondError, type FrondErrorCode, isFrondError } from './errors.js';
+import { describeError, type FrondErrorCode, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {

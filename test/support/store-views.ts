@@ -34,3 +34,14 @@ export function unjournaled(primitive: SegmentPrimitive): SegmentStore {
 export function bare(store: OpenedStore): CataloguedStore {
   return withCatalogue(unjournaled(store), store);
 }
+
+/** What `frond db fence` does (src/cli/db.ts): a fence that always runs, raising every tag by `skip`. */
+export async function fenceByHand(store: OpenedStore, skip: bigint): Promise<void> {
+  try {
+    const request = { observedEpoch: Number.MAX_SAFE_INTEGER, aboveEpoch: 0, skip, atLeast: new Map() };
+    const outcome = await store.fence(request);
+    if (!outcome.fenced) await store.fence({ ...request, aboveEpoch: outcome.epoch });
+  } finally {
+    await store.close();
+  }
+}

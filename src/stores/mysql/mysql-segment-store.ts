@@ -55,6 +55,10 @@ export const MYSQL_FROND_DDL = [
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
 
+/** A row's floor in the fence's UPDATE: its max_id, or the high-water recorded above it. */
+const FENCE_FLOOR =
+  'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
+
 /** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
 
@@ -280,10 +284,13 @@ class MysqlDialect implements SqlDialect {
         if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
           return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
         }
-        // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
+        // Every tag up by the skip from its floor: a row put back lower by hand was granted from
+        // its frond_high_water, and raised from max_id it could land below ranges served after
+        // the backup (300 IDs twice after a restore, on a row set lower before the dump). A tag
+        // within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
         const skip = request.skip.toString();
         const [raised] = await sql(
-          `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE max_id + ${INT} END`,
+          `UPDATE leaf_alloc SET max_id = CASE WHEN ${FENCE_FLOOR} > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE ${FENCE_FLOOR} + ${INT} END`,
           [skip, skip],
         );
         for (const [tag, maxId] of request.atLeast) {

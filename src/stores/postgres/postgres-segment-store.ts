@@ -260,6 +260,10 @@ class PostgresDialect implements SqlDialect {
   }
 }
 
+/** A row's floor in the fence's UPDATE: its max_id, or the high-water recorded above it. */
+const FENCE_FLOOR =
+  'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
+
 /** The fence, in the caller's transaction. */
 async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
   const identity = (await client.query<{ identity: string }>(`SELECT ${IDENTITY_SQL} AS identity`)).rows[0]
@@ -282,8 +286,11 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
     return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
   }
   const raised = await client.query(
-    // A tag within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
-    `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE max_id + $1::bigint END, update_time = CURRENT_TIMESTAMP`,
+    // Every tag up by the skip from its floor: a row put back lower by hand was granted from its
+    // frond_high_water, and raised from max_id it could land below ranges served after the backup
+    // (300 IDs twice after a restore, on a row set lower before the dump). A tag within the skip of
+    // 2^63 - 1 is raised to it, and so is used up, not overflowed.
+    `UPDATE leaf_alloc SET max_id = CASE WHEN ${FENCE_FLOOR} > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE ${FENCE_FLOOR} + $1::bigint END, update_time = CURRENT_TIMESTAMP`,
     [request.skip.toString()],
   );
   if (request.atLeast.size > 0) {
