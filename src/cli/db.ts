@@ -10,7 +10,7 @@ import { storeOf } from './store-options.js';
  * or creates the table if it is missing. An existing table, Leaf's included, is never altered.
  */
 async function init(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(DB_INIT, args);
+  const { settings } = parseCommand(DB_INIT, args, { rejectUnknownEnv: true });
   const spec = storeOf(settings);
   if (settings.print) {
     out(`${backendOf(spec).ddl};`);
@@ -38,7 +38,7 @@ async function init(args: string[], out: (line: string) => void): Promise<number
  * ".restore …"`, is that restore).
  */
 async function fence(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(DB_FENCE, args);
+  const { settings } = parseCommand(DB_FENCE, args, { rejectUnknownEnv: true });
   const store = openStore(storeOf(settings));
   try {
     if (!hasFenceOps(store)) {

@@ -9,7 +9,7 @@ import { parseCommand } from './options.js';
 import { storeOf } from './store-options.js';
 
 export async function decodeCommand(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(DECODE, args);
+  const { settings, positionals } = parseCommand(DECODE, args, { rejectUnknownEnv: true });
   if (settings.tag !== undefined)
     return decodeOpaque(settings.tag, positionals[0] as string, storeOf(settings), out);
   const id = parseSnowflakeId(positionals[0] as string);

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { envName, type OptionEntry } from '../core/option-entry.js';
 import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
 import { COORDINATOR_OPTIONS } from '../worker-ids/worker-id-registry.js';
-import { COMMANDS, SERVE, SERVE_OPTIONS } from './option-table.js';
+import { COMMANDS, SERVE, SERVE_OPTIONS, TAG_LIST } from './option-table.js';
 import { parseCommand, type RawValues } from './options.js';
 import { serveConfig } from './serve-config.js';
 
@@ -115,5 +115,20 @@ describe('option table', () => {
         (error: Error) => pattern.test(error.message),
         args.join(' '),
       );
+  });
+
+  it("refuses a FROND_ variable no command reads, in every command, and passes another command's", () => {
+    for (const command of COMMANDS)
+      assert.throws(
+        () => parseCommand(command, [], { env: { FROND_STROE: 'x' }, rejectUnknownEnv: true }),
+        (error: Error) =>
+          error.message.startsWith(
+            `unknown environment variable FROND_STROE for 'frond ${command.name}' (did you mean FROND_STORE?)`,
+          ),
+        command.name,
+      );
+    // FROND_PORT is serve's: the tag commands run in the same environment.
+    const listed = parseCommand(TAG_LIST, [], { env: { FROND_PORT: '9000' }, rejectUnknownEnv: true });
+    assert.equal(listed.settings.json, false);
   });
 });

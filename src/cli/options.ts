@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry, SettingsOf } from '../core/option-entry.js';
-import type { CommandSpec } from './option-table.js';
+import { COMMANDS, type CommandSpec } from './option-table.js';
 
 /**
  * Values by setting name as given (text, or a boolean already turned the way the setting reads:
@@ -26,7 +26,11 @@ export interface ParseContext {
   env?: NodeJS.ProcessEnv;
   /** Config files, the first given winning over the next; all below flags and the environment. */
   files?: RawValues[];
-  /** An unknown `FROND_*` variable stops the command (`serve`: a typo would be silently ignored). */
+  /**
+   * A `FROND_*` variable no command reads stops the command: a typo (`FROND_STROE`) would be
+   * silently ignored. Every command sets it; a variable of another command (`FROND_PORT` for `frond
+   * tag list`) is not refused, so one environment serves every command.
+   */
   rejectUnknownEnv?: boolean;
   /** ms since 1970, the bound of `max: 'now'`. */
   now?: number;
@@ -132,7 +136,9 @@ export function parseRaw(
   }
   if (context.rejectUnknownEnv) {
     const known = new Set(
-      command.options.flatMap((entry) => [entry.env, entry.fileEnv]).filter((name): name is string => !!name),
+      [command, ...COMMANDS]
+        .flatMap((spec) => spec.options.flatMap((entry) => [entry.env, entry.fileEnv]))
+        .filter((name): name is string => !!name),
     );
     const unknown = Object.keys(env).find(
       (key) => key.startsWith('FROND_') && !known.has(key) && !SECRET_ENV.has(key),

@@ -18,7 +18,7 @@ async function withStore<T>(spec: string, use: (store: TagStore) => Promise<T>):
 }
 
 async function add(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(TAG_ADD, args);
+  const { settings, positionals } = parseCommand(TAG_ADD, args, { rejectUnknownEnv: true });
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(settings.step);
   const parsed = parseDecimal(settings.start);
@@ -54,7 +54,7 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
 }
 
 async function list(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(TAG_LIST, args);
+  const { settings } = parseCommand(TAG_LIST, args, { rejectUnknownEnv: true });
   const [rows, opaque] = await withStore(storeOf(settings), (store) =>
     Promise.all([store.listRows(), store.listOpaque()]),
   );
@@ -118,7 +118,7 @@ async function list(args: string[], out: (line: string) => void): Promise<number
 }
 
 async function setStep(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(TAG_SET_STEP, args);
+  const { settings, positionals } = parseCommand(TAG_SET_STEP, args, { rejectUnknownEnv: true });
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(parseInteger(positionals[1] as string, 'step', 1, MAX_TABLE_STEP));
   await withStore(storeOf(settings), (store) => store.setStep(tag, step));
