@@ -29,6 +29,7 @@ describe('SQLite restored under frond serve --workers 2', () => {
   it('serves no ID twice after the file is put back to a copy taken before the node served', async () => {
     const dataDir = tempDir();
     const file = join(dataDir, 'frond.db');
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const added = await runFrond([
       'tag',
       'add',
@@ -74,6 +75,7 @@ describe('SQLite restored under frond serve --workers 2', () => {
     const dataDir = tempDir();
     const file = join(dataDir, 'frond.db');
     const store = `sqlite:${file}`;
+    assert.equal((await runFrond(['db', 'init', '--store', store])).code, 0);
     for (const tag of ['a', 'b']) {
       const added = await runFrond(['tag', 'add', tag, '--step', '10', '--store', store]);
       assert.equal(added.code, 0, added.stderr);

@@ -1,33 +1,39 @@
+import { existsSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
 import { hasFenceOps } from '../stores/fencing/fence.js';
-import { backendOf, openStore } from '../stores/store-registry.js';
+import { backendOf } from '../stores/store-registry.js';
 import { DB_FENCE, DB_INIT } from './option-table.js';
 import { didYouMean, parseCommand, usage } from './options.js';
-import { storeOf } from './store-options.js';
+import { commandStore, storeOf, withStore } from './store-options.js';
 
 /**
  * `frond db init [--print]`: prints the DDL of leaf_alloc for the store's dialect (no connection),
- * or creates the table if it is missing. An existing table, Leaf's included, is never altered.
+ * or creates the table if it is missing. An existing table, Leaf's included, is never altered. The
+ * one command that creates an SQLite store (and its data dir) where none is.
  */
 async function init(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(DB_INIT, args, { rejectUnknownEnv: true });
-  const spec = storeOf(settings);
+  const { settings, sources } = parseCommand(DB_INIT, args, { rejectUnknownEnv: true });
   if (settings.print) {
-    out(`${backendOf(spec).ddl};`);
+    out(`${backendOf(storeOf(settings)).ddl};`);
     return 0;
   }
-  const store = openStore(spec);
-  try {
-    // SQLite creates the table when it opens the file.
-    const found = store.init === undefined ? 'exists' : await store.init();
-    out(
-      found === 'created'
-        ? `created leaf_alloc in ${store.description}`
-        : `leaf_alloc is ready in ${store.description} (left as it was)`,
-    );
-  } finally {
-    await store.close();
-  }
+  const choice = commandStore(settings, sources);
+  // SQLite creates the table when it opens the file: a file that was not there is a store created.
+  const existed = choice.file === undefined || existsSync(choice.file);
+  const [found, where] = await withStore(
+    choice,
+    async (store) =>
+      [
+        store.init === undefined ? (existed ? 'exists' : 'created') : await store.init(),
+        store.description,
+      ] as const,
+    { create: true },
+  );
+  out(
+    found === 'created'
+      ? `created leaf_alloc in ${where}`
+      : `leaf_alloc is ready in ${where} (left as it was)`,
+  );
   return 0;
 }
 
@@ -38,11 +44,11 @@ async function init(args: string[], out: (line: string) => void): Promise<number
  * ".restore …"`, is that restore).
  */
 async function fence(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(DB_FENCE, args, { rejectUnknownEnv: true });
-  const store = openStore(storeOf(settings));
-  try {
+  const { settings, sources } = parseCommand(DB_FENCE, args, { rejectUnknownEnv: true });
+  await withStore(commandStore(settings, sources), async (store) => {
+    const description = store.description;
     if (!hasFenceOps(store)) {
-      throw new FrondError('INTERNAL', `${store.description} has no fence`);
+      throw new FrondError('INTERNAL', `${description} has no fence`);
     }
     // An epoch no row can be above: the fence always runs.
     const request = {
@@ -56,11 +62,9 @@ async function fence(args: string[], out: (line: string) => void): Promise<numbe
     // and was only created, which raises nothing. The restore still needs the raise: once more.
     if (!outcome.fenced) outcome = await store.fence({ ...request, aboveEpoch: outcome.epoch });
     out(
-      `fenced ${store.description}: ${outcome.tags} tags raised by ${settings.fenceSkip}, epoch ${outcome.epoch} on ${outcome.identity}`,
+      `fenced ${description}: ${outcome.tags} tags raised by ${settings.fenceSkip}, epoch ${outcome.epoch} on ${outcome.identity}`,
     );
-  } finally {
-    await store.close();
-  }
+  });
   return 0;
 }
 

@@ -75,8 +75,9 @@ describe('option table', () => {
   it('names the fields of the server config as the settings they come from', () => {
     const settings = parseCommand(SERVE, ['--data-dir', '/tmp/x'], { env: {} }).settings;
     const names = new Set(SERVE_OPTIONS.map((entry) => entry.name));
-    // Two fields group settings that are checked together: `coordinator` (--zk, --etcd, …) and `tls`.
-    const grouped = new Set(['coordinator', 'tls']);
+    // Fields that group settings: `coordinator` (--zk, --etcd, …) and `tls` are checked together;
+    // `storeSetting` says which of --store and --data-dir named `store`, for a store that cannot open.
+    const grouped = new Set(['coordinator', 'tls', 'storeSetting']);
     for (const field of Object.keys(serveConfig(settings)))
       assert.ok(names.has(field as never) || grouped.has(field), `ServeConfig.${field} has no entry`);
   });
