@@ -3,11 +3,12 @@
 // work says why in one line before it writes anything, and the small comforts (-p, -v, readable
 // logs on a terminal). Each runs the real executable, on a real terminal (script(1)) where it matters.
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { runFrond, tempDir } from './support/frond-process.js';
+import { FROND_BIN, runFrond, tempDir } from './support/frond-process.js';
 
 function assertOneLineError(
   result: { code: number | null; stderr: string },
@@ -48,6 +49,81 @@ async function storeWithTags(): Promise<{ dir: string; file: string }> {
     assert.equal(result.code, 0, result.stderr);
   }
   return { dir, file: join(dir, 'frond.db') };
+}
+
+interface Running {
+  /** Everything printed so far, as a person reads it: no carriage returns, no cursor moves. */
+  output(): string;
+  write(text: string): void;
+  signal(signal: NodeJS.Signals): void;
+  /** Resolves with the output once it matches; rejects if the process ends first or after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** The exit code, SIGKILL after `timeoutMs` (then null). */
+  exit(timeoutMs?: number): Promise<number | null>;
+}
+
+function watch(child: ChildProcess): Running {
+  let text = '';
+  const listeners = new Set<() => void>();
+  const take = (chunk: Buffer) => {
+    // Without carriage returns and the terminal's escapes (readline moves the cursor).
+    text += chunk
+      .toString()
+      .replace(/\r/g, '')
+      .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, 'g'), '');
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on('data', take);
+  child.stderr?.on('data', take);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    output: () => text,
+    write: (input) => child.stdin?.write(input),
+    signal: (signal) => child.kill(signal),
+    waitFor: (pattern, timeoutMs = 60_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(text)) return;
+          done();
+          resolve(text);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no ${pattern} in ${timeoutMs} ms:\n${text}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        void exited.then(() => {
+          if (!listeners.has(check)) return;
+          done();
+          reject(new Error(`ended before ${pattern}:\n${text}`));
+        });
+        check();
+      }),
+    exit: async (timeoutMs = 30_000) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+const quoted = (words: string[]) => words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
+
+function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Running {
+  const command = `exec ${quoted([process.execPath, FROND_BIN, ...args])}`;
+  return watch(
+    spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    }),
+  );
 }
 
 const SECRET = { FROND_OPAQUE_SECRET: 'ab'.repeat(32) };
@@ -165,3 +241,66 @@ describe('every command checks the FROND_ variables, as serve does (issue 25, it
     assert.equal((JSON.parse(listed.stdout) as unknown[]).length, 2);
   });
 });
+
+describe('frond db fence says what it will do and asks first (issue 25, item 5)', () => {
+  it('refuses without --yes where no one can answer, and changes nothing; --yes fences', async () => {
+    const { dir, file } = await storeWithTags();
+    const store = `sqlite:${file}`;
+    assertOneLineError(
+      await runFrond(['db', 'fence', '--data-dir', dir]),
+      2,
+      new RegExp(
+        `^frond: db fence would raise 2 tags by 1000000000 in ${escaped(store)}, which cannot be undone: add --yes to do it$`,
+      ),
+    );
+    assert.deepEqual(maxIds(file), { a: 1n, b: 1n });
+    const fenced = await runFrond(['db', 'fence', '--yes', '--fence-skip', '1000', '--data-dir', dir]);
+    assert.equal(fenced.code, 0, fenced.stderr);
+    assert.match(fenced.stdout, new RegExp(`^fenced ${escaped(store)}: 2 tags raised by 1000, epoch \\d+`));
+    assert.deepEqual(maxIds(file), { a: 1001n, b: 1001n });
+  });
+
+  it('on a terminal, says how many tags by how much on which store, and fences only on y', async () => {
+    const { dir, file } = await storeWithTags();
+    const store = `sqlite:${file}`;
+    const declined = onTerminal(['db', 'fence', '--fence-skip', '1000', '--data-dir', dir]);
+    const asked = await declined.waitFor(/\[y\/N\] $/);
+    assert.match(
+      asked,
+      new RegExp(
+        `db fence raises 2 tags by 1000 in ${escaped(store)} and starts a new fence epoch: this cannot be undone\\n`,
+      ),
+    );
+    declined.write('n\n');
+    assert.equal(await declined.exit(), 1, declined.output());
+    assert.match(declined.output(), /frond: not fenced: nothing changed\n$/);
+    assert.deepEqual(maxIds(file), { a: 1n, b: 1n });
+
+    const confirmed = onTerminal(['db', 'fence', '--fence-skip', '1000', '--data-dir', dir]);
+    await confirmed.waitFor(/\[y\/N\] $/);
+    confirmed.write('y\n');
+    assert.equal(await confirmed.exit(), 0, confirmed.output());
+    assert.match(confirmed.output(), new RegExp(`fenced ${escaped(store)}: 2 tags raised by 1000`));
+    assert.deepEqual(maxIds(file), { a: 1001n, b: 1001n });
+  });
+});
+
+/** `frond ARGS` as a user without root, or undefined where this process cannot become one. */
+function _asUnprivileged(args: string[]): Promise<{ code: number | null; stderr: string }> | undefined {
+  const argv = [process.execPath, FROND_BIN, ...args];
+  const root = process.getuid?.() === 0;
+  if (root && spawnSync('runuser', ['--help']).error !== undefined) return undefined;
+  const [command, ...rest] = root ? ['runuser', '-u', 'nobody', '--', ...argv] : argv;
+  return new Promise((resolve) => {
+    const child = spawn(command as string, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}

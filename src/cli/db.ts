@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { FrondError } from '../core/errors.js';
 import { hasFenceOps } from '../stores/fencing/fence.js';
 import { backendOf } from '../stores/store-registry.js';
@@ -41,14 +42,24 @@ async function init(args: string[], out: (line: string) => void): Promise<number
  * `frond db fence`: a fence by hand, for a database restored from a backup with frond's tables, so
  * that nodes that never served a tag cannot take a range that was handed out before the restore.
  * Every store has a fence, an SQLite file included (a copy of the file put back, `sqlite3 DB
- * ".restore …"`, is that restore).
+ * ".restore …"`, is that restore). It cannot be undone: it runs with `--yes`, or once a person at
+ * a terminal answers y to the line saying how many tags it raises by how much, in which store.
  */
 async function fence(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, sources } = parseCommand(DB_FENCE, args, { rejectUnknownEnv: true });
-  await withStore(commandStore(settings, sources), async (store) => {
+  const done = await withStore(commandStore(settings, sources), async (store) => {
     const description = store.description;
     if (!hasFenceOps(store)) {
       throw new FrondError('INTERNAL', `${description} has no fence`);
+    }
+    if (!settings.yes) {
+      const tags = (await store.listTags()).length;
+      const plan = `${tags} ${tags === 1 ? 'tag' : 'tags'} by ${settings.fenceSkip} in ${description}`;
+      // Asked only where a person reads the question and types the answer.
+      if (!process.stdin.isTTY || !process.stderr.isTTY)
+        throw usage(`db fence would raise ${plan}, which cannot be undone: add --yes to do it`);
+      process.stderr.write(`db fence raises ${plan} and starts a new fence epoch: this cannot be undone\n`);
+      if (!(await confirmed('fence now? [y/N] '))) return false;
     }
     // An epoch no row can be above: the fence always runs.
     const request = {
@@ -64,8 +75,29 @@ async function fence(args: string[], out: (line: string) => void): Promise<numbe
     out(
       `fenced ${description}: ${outcome.tags} tags raised by ${settings.fenceSkip}, epoch ${outcome.epoch} on ${outcome.identity}`,
     );
+    return true;
   });
-  return 0;
+  if (done) return 0;
+  process.stderr.write('frond: not fenced: nothing changed\n');
+  return 1;
+}
+
+/** Asks on the terminal; only y or yes is a yes (Enter, Ctrl-D and Ctrl-C are no). */
+async function confirmed(question: string): Promise<boolean> {
+  const terminal = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolve) => {
+      terminal.question(question, resolve);
+      terminal.once('close', () => resolve(''));
+      terminal.once('SIGINT', () => {
+        process.stderr.write('\n');
+        resolve('');
+      });
+    });
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    terminal.close();
+  }
 }
 
 export async function dbCommand(args: string[], out: (line: string) => void): Promise<number> {
