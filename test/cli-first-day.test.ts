@@ -4,7 +4,8 @@
 // logs on a terminal). Each runs the real executable, on a real terminal (script(1)) where it matters.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -286,7 +287,7 @@ describe('frond db fence says what it will do and asks first (issue 25, item 5)'
 });
 
 /** `frond ARGS` as a user without root, or undefined where this process cannot become one. */
-function _asUnprivileged(args: string[]): Promise<{ code: number | null; stderr: string }> | undefined {
+function asUnprivileged(args: string[]): Promise<{ code: number | null; stderr: string }> | undefined {
   const argv = [process.execPath, FROND_BIN, ...args];
   const root = process.getuid?.() === 0;
   if (root && spawnSync('runuser', ['--help']).error !== undefined) return undefined;
@@ -304,3 +305,80 @@ function _asUnprivileged(args: string[]): Promise<{ code: number | null; stderr:
     });
   });
 }
+
+describe('a start that cannot work says why in one line, fast, before it writes anything (issue 25, item 6)', () => {
+  it('listens first: a port in use stops the start and leaves the data dir untouched, --workers too', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = blocker.address() as { port: number };
+      for (const extra of [[], ['--workers', '2']]) {
+        const dataDir = join(tempDir(), 'data');
+        const started = Date.now();
+        const result = await runFrond(['serve', '--port', String(port), '--data-dir', dataDir, ...extra]);
+        assertOneLineError(
+          result,
+          2,
+          new RegExp(`^frond: port ${port} on 127\\.0\\.0\\.1 is in use \\(--port\\)$`),
+        );
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${extra.join(' ')})`);
+        assert.ok(Date.now() - started < 20_000, 'within seconds');
+      }
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it('names the setting and the path when the SQLite store cannot be opened', async () => {
+    const dataDir = tempDir();
+    mkdirSync(join(dataDir, 'frond.db'));
+    const elsewhere = tempDir();
+    assertOneLineError(
+      await runFrond(['serve', '--port', '0', '--data-dir', dataDir]),
+      2,
+      new RegExp(
+        `^frond: --data-dir ${escaped(dataDir)}: cannot open ${escaped(join(dataDir, 'frond.db'))} \\(unable to open database file, SQLITE_CANTOPEN\\)`,
+      ),
+    );
+    assertOneLineError(
+      await runFrond(['serve', '--port', '0', '--data-dir', tempDir(), '--store', `sqlite:${elsewhere}`]),
+      2,
+      new RegExp(
+        `^frond: --store sqlite:${escaped(elsewhere)}: cannot open ${escaped(elsewhere)} \\(unable to open database file, SQLITE_CANTOPEN\\)`,
+      ),
+    );
+    assertOneLineError(
+      await runFrond(['tag', 'list', '--data-dir', dataDir]),
+      2,
+      new RegExp(
+        `^frond: --data-dir ${escaped(dataDir)}: cannot open ${escaped(join(dataDir, 'frond.db'))} `,
+      ),
+    );
+  });
+
+  it('names --data-dir when it cannot be written, and the file when the store is read-only', async (t) => {
+    const locked = tempDir();
+    const { dir, file } = await storeWithTags();
+    // Readable by all, writable by none but root: what a user meets in a directory not theirs.
+    for (const path of [locked, dir]) chmodSync(path, 0o755);
+    chmodSync(file, 0o444);
+    if (process.getuid?.() !== 0) chmodSync(locked, 0o555);
+    const serve = asUnprivileged(['serve', '--port', '0', '--data-dir', locked]);
+    if (serve === undefined) return t.skip('root without runuser: cannot run frond as another user');
+    assertOneLineError(
+      await serve,
+      2,
+      new RegExp(
+        `^frond: --data-dir ${escaped(locked)}: cannot write in it \\(permission denied, EACCES\\); give a directory this user can write$`,
+      ),
+    );
+    assert.deepEqual(readdirSync(locked), []);
+    assertOneLineError(
+      (await asUnprivileged(['tag', 'add', 'c', '--data-dir', dir])) as { code: number; stderr: string },
+      2,
+      new RegExp(
+        `^frond: --data-dir ${escaped(dir)}: cannot write ${escaped(file)} \\(attempt to write a readonly database, SQLITE_READONLY`,
+      ),
+    );
+  });
+});
