@@ -9,8 +9,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { FROND_BIN, runFrond, tempDir } from './support/frond-process.js';
+import { FROND_BIN, runFrond, startFrond, tempDir } from './support/frond-process.js';
 
+/** A failed command says what to fix on one line, with no stack trace. */
 function assertOneLineError(
   result: { code: number | null; stderr: string },
   code: number,
@@ -25,6 +26,7 @@ function assertOneLineError(
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
+/** `max_id` of every row of an SQLite store, read beside frond. */
 function maxIds(file: string): Record<string, bigint> {
   const db = new Database(file, { readonly: true });
   try {
@@ -39,6 +41,7 @@ function maxIds(file: string): Record<string, bigint> {
   }
 }
 
+/** A store with tags `a` and `b`, made the way an operator makes one. */
 async function storeWithTags(): Promise<{ dir: string; file: string }> {
   const dir = tempDir();
   for (const args of [
@@ -50,6 +53,15 @@ async function storeWithTags(): Promise<{ dir: string; file: string }> {
     assert.equal(result.code, 0, result.stderr);
   }
   return { dir, file: join(dir, 'frond.db') };
+}
+
+/** A port that was free a moment ago. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 interface Running {
@@ -117,10 +129,21 @@ function watch(child: ChildProcess): Running {
 
 const quoted = (words: string[]) => words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
 
+/** `frond ARGS` on a terminal of its own (script(1) gives it a pty); what is written is typed at it. */
 function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Running {
   const command = `exec ${quoted([process.execPath, FROND_BIN, ...args])}`;
   return watch(
     spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    }),
+  );
+}
+
+/** `frond ARGS` with its output in pipes, as under a supervisor. */
+function inPipes(args: string[], env: NodeJS.ProcessEnv = {}): Running {
+  return watch(
+    spawn(process.execPath, [FROND_BIN, ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
     }),
@@ -379,6 +402,60 @@ describe('a start that cannot work says why in one line, fast, before it writes 
       new RegExp(
         `^frond: --data-dir ${escaped(dir)}: cannot write ${escaped(file)} \\(attempt to write a readonly database, SQLITE_READONLY`,
       ),
+    );
+  });
+});
+
+describe('short flags and readable logs (issue 25, item 9)', () => {
+  it('takes -p for --port, -h for help and -v for the version', async () => {
+    const version = await runFrond(['-v']);
+    assert.equal(version.code, 0, version.stderr);
+    assert.match(version.stdout, /^\d+\.\d+\.\d+/);
+    const help = await runFrond(['serve', '-h']);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^ {2}-p, --port N /m);
+    assertOneLineError(await runFrond(['serve', '-p', '99999']), 2, /--port "99999" is invalid/);
+    assertOneLineError(await runFrond(['serve', '-p', '-1']), 2, /--port "-1" is invalid/);
+    const port = await freePort();
+    const node = await startFrond(['-p', String(port), '--data-dir', tempDir(), '--no-segment']);
+    try {
+      assert.equal(node.url, `http://127.0.0.1:${port}`);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('logs one plain line per event on a terminal and JSON lines in a pipe; --log-format forces either', async () => {
+    const pretty = onTerminal(['serve', '--port', '0', '--data-dir', tempDir()]);
+    const shown = await pretty.waitFor(/listening/);
+    assert.match(
+      shown,
+      /^\d\d:\d\d:\d\d info {2}listening url=http:\/\/127\.0\.0\.1:\d+ segment=sqlite:\/\S+frond\.db snowflakeWorkerId=\d+ /m,
+    );
+    assert.doesNotMatch(shown, /"event"/);
+    pretty.write('\x03'); // Ctrl-C: SIGINT from the terminal
+    assert.equal(await pretty.exit(), 0, pretty.output());
+    assert.match(pretty.output(), /^\d\d:\d\d:\d\d info {2}stopped$/m);
+
+    const json = onTerminal(['serve', '--port', '0', '--data-dir', tempDir(), '--log-format', 'json']);
+    const lines = await json.waitFor(/"listening"/);
+    assert.equal(
+      (JSON.parse(lines.split('\n').find((line) => line.includes('"listening"')) ?? '') as { event: string })
+        .event,
+      'listening',
+    );
+    json.write('\x03');
+    assert.equal(await json.exit(), 0, json.output());
+
+    const piped = inPipes(['serve', '--port', '0', '--data-dir', tempDir()], { FROND_LOG_FORMAT: 'pretty' });
+    assert.match(await piped.waitFor(/listening/), /^\d\d:\d\d:\d\d info {2}listening url=/m);
+    // In pipes no terminal sends Ctrl-C: SIGTERM, as a supervisor would.
+    piped.signal('SIGTERM');
+    assert.equal(await piped.exit(), 0, piped.output());
+    assertOneLineError(
+      await runFrond(['serve', '--log-format', 'fancy']),
+      2,
+      /--log-format "fancy" is invalid: use auto, json or pretty/,
     );
   });
 });

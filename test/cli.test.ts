@@ -162,7 +162,8 @@ describe('frond CLI', () => {
     const serve = await runFrond(['serve', '--help']);
     assert.equal(serve.code, 0, serve.stderr);
     for (const entry of SERVE_OPTIONS) {
-      assert.match(serve.stdout, new RegExp(`^  --${entry.flag}\\b`, 'm'), `--${entry.flag}`);
+      const flags = entry.short === undefined ? `--${entry.flag}` : `-${entry.short}, --${entry.flag}`;
+      assert.match(serve.stdout, new RegExp(`^  ${flags}\\b`, 'm'), flags);
       if (entry.env !== null) assert.ok(serve.stdout.includes(entry.env), entry.env);
     }
     const cases: [string[], RegExp][] = [

@@ -14,6 +14,10 @@ describe('option table', () => {
       const flags = command.options.map((entry) => entry.flag);
       assert.equal(new Set(names).size, names.length, `${command.name}: a name twice`);
       assert.equal(new Set(flags).size, flags.length, `${command.name}: a flag twice`);
+      // One letter each, never -h or -v (help and version, for every command: main.ts).
+      const shorts = command.options.flatMap((entry) => (entry.short === undefined ? [] : [entry.short]));
+      assert.equal(new Set(shorts).size, shorts.length, `${command.name}: a one-letter flag twice`);
+      for (const short of shorts) assert.match(short, /^[a-gi-uw-zA-Z]$/, `${command.name}: -${short}`);
       for (const entry of command.options) {
         assert.ok(entry.env === null || entry.env === envName(entry.flag), entry.flag);
         assert.ok(entry.configKey === null || entry.configKey === entry.flag, entry.flag);

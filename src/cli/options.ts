@@ -74,7 +74,11 @@ export function parseRaw(
       options: Object.fromEntries(
         command.options.map((entry) => [
           entry.flag,
-          { type: entry.type === 'boolean' ? 'boolean' : 'string', multiple: entry.type === 'list' },
+          {
+            type: entry.type === 'boolean' ? 'boolean' : 'string',
+            multiple: entry.type === 'list',
+            ...(entry.short === undefined ? {} : { short: entry.short }),
+          },
         ]),
       ),
       allowPositionals: true,
@@ -238,11 +242,16 @@ export function parseInteger(text: string, label: string, min: number, max: numb
 
 /**
  * `--port -1`: node's parser takes `-1` for an option. A value that looks like a negative number
- * after an option that takes a value is joined to it (`--port=-1`), so the bounds check answers.
+ * after an option that takes a value is joined to it (`--port=-1`; `-p -1` too), so the bounds check answers.
  */
 function negativeValues(command: CommandSpec, args: string[]): string[] {
-  const valued = new Set(
-    command.options.filter((entry) => entry.type !== 'boolean').map((entry) => `--${entry.flag}`),
+  const valued = new Map(
+    command.options
+      .filter((entry) => entry.type !== 'boolean')
+      .flatMap((entry) => [
+        [`--${entry.flag}`, `--${entry.flag}`],
+        ...(entry.short === undefined ? [] : [[`-${entry.short}`, `--${entry.flag}`] as const]),
+      ]) as [string, string][],
   );
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -252,8 +261,9 @@ function negativeValues(command: CommandSpec, args: string[]): string[] {
       out.push(...args.slice(i));
       break;
     }
-    if (valued.has(arg) && next !== undefined && /^-[0-9]/.test(next)) {
-      out.push(`${arg}=${next}`);
+    const long = valued.get(arg);
+    if (long !== undefined && next !== undefined && /^-[0-9]/.test(next)) {
+      out.push(`${long}=${next}`);
       i++;
     } else out.push(arg);
   }
