@@ -157,6 +157,8 @@ function millions(idsPerSecond: number): string {
 
 async function main(): Promise<void> {
   const dir = tempDir('frond-bench-');
+  const created = await runFrond(['db', 'init', '--data-dir', dir]);
+  if (created.code !== 0) throw new Error(`db init failed: ${created.stderr}`);
   const added = await runFrond(['tag', 'add', TAG, '--data-dir', dir, '--step', '100000']);
   if (added.code !== 0) throw new Error(`tag add failed: ${added.stderr}`);
   const server = await startFrond(['--port', '0', '--data-dir', dir, '--worker-id', '1']);

@@ -60,6 +60,8 @@ const ROWS: { name: string; kind: RowKind; idType: IdType; target: number | unde
 
 export async function runClient(plan: ClientPlan): Promise<{ rows: ClientRow[]; section: Section }> {
   const dir = tempDir('frond-bench-client-');
+  const created = await runFrond(['db', 'init', '--data-dir', dir]);
+  if (created.code !== 0) throw new Error(`db init failed: ${created.stderr}`);
   const added = await runFrond(['tag', 'add', TAG, '--data-dir', dir, '--step', '1000']);
   if (added.code !== 0) throw new Error(`tag add failed: ${added.stderr}`);
   const server = await startFrond(['--port', '0', '--data-dir', dir, '--worker-id', '1']);

@@ -22,6 +22,7 @@ function assertOneLineError(
 describe('frond CLI', () => {
   it('adds, lists and changes tags; a second add of the same tag fails with one line', async () => {
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const add = await runFrond([
       'tag',
       'add',
@@ -40,7 +41,7 @@ describe('frond CLI', () => {
     assertOneLineError(
       await runFrond(['tag', 'add', 'pay.order:v1', '--data-dir', dataDir]),
       1,
-      /^frond: tag pay\.order:v1 already exists$/,
+      /^frond: tag pay\.order:v1 already exists \(store sqlite:\/\S+\/frond\.db\)$/,
     );
     assert.equal((await runFrond(['tag', 'set-step', 'pay.order:v1', '900', '--data-dir', dataDir])).code, 0);
     const list = await runFrond(['tag', 'list', '--json', '--data-dir', dataDir]);
@@ -138,7 +139,10 @@ describe('frond CLI', () => {
     writeFileSync(file, 'this is not SQLite '.repeat(20));
     const result = await runFrond(['serve', '--port', '0', '--data-dir', dir, '--store', `sqlite:${file}`]);
     assert.notEqual(result.code, 0);
-    assert.match(result.stderr, /^frond: .*not a database\n$/);
+    assert.match(
+      result.stderr,
+      /^frond: --store sqlite:\S+: cannot open \S+ \(file is not a database, SQLITE_NOTADB\)[^\n]*\n$/,
+    );
   });
 
   it("never splits a flag's token at commas; only FROND_TOKEN is a comma list (item 7)", () => {
@@ -158,7 +162,8 @@ describe('frond CLI', () => {
     const serve = await runFrond(['serve', '--help']);
     assert.equal(serve.code, 0, serve.stderr);
     for (const entry of SERVE_OPTIONS) {
-      assert.match(serve.stdout, new RegExp(`^  --${entry.flag}\\b`, 'm'), `--${entry.flag}`);
+      const flags = entry.short === undefined ? `--${entry.flag}` : `-${entry.short}, --${entry.flag}`;
+      assert.match(serve.stdout, new RegExp(`^  ${flags}\\b`, 'm'), flags);
       if (entry.env !== null) assert.ok(serve.stdout.includes(entry.env), entry.env);
     }
     const cases: [string[], RegExp][] = [

@@ -116,6 +116,7 @@ describe('dashboard in a real browser', () => {
     if (!existsSync(CHROMIUM))
       return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     assert.equal((await runFrond(['tag', 'add', 'orders', '--step', '1000', '--data-dir', dataDir])).code, 0);
     // Listed at start but never asked for: a tag that is not loaded yet, which is no failure.
     assert.equal((await runFrond(['tag', 'add', 'later', '--step', '1000', '--data-dir', dataDir])).code, 0);
@@ -181,6 +182,7 @@ describe('dashboard in a real browser', () => {
     if (!existsSync(CHROMIUM))
       return serviceMissing(t, 'Chromium', `${CHROMIUM} not found; run scripts/install-browser.sh`);
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     assert.equal((await runFrond(['tag', 'add', 'orders', '--data-dir', dataDir])).code, 0);
     const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--worker-id', '23']);
     const browser = await launch();
@@ -303,6 +305,7 @@ describe('dashboard in a real browser', () => {
       ['small', '102401', '51200'],
       ['big', '9223372036854000000', '1000'],
     ];
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     for (const [tag, start, step] of tags) {
       const added = await runFrond([
         'tag',

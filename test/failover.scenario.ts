@@ -312,7 +312,7 @@ export function describeFailover(dialect: ReplicatedDialect): void {
         assert.ok(went > 0, 'the restore took leaf_alloc back');
         for (const tag of tags) assert.ok((after.get(tag) as bigint) > (before.get(tag) as bigint));
         // A fence by hand, as after restoring a whole database: every tag up by the skip.
-        const fenced = await runFrond(['db', 'fence', '--store', db.url, '--fence-skip', '1000']);
+        const fenced = await runFrond(['db', 'fence', '--yes', '--store', db.url, '--fence-skip', '1000']);
         assert.equal(fenced.code, 0, fenced.stderr);
         assert.match(fenced.stdout, /^fenced .*: 3 tags raised by 1000, epoch 2 on /);
         const raised = await maxIdsOf(db.sql('SELECT biz_tag, max_id FROM leaf_alloc'));

@@ -46,6 +46,7 @@ function load(node: FrondProcess, tag: string) {
 describe('frond serve as a real process', () => {
   it('never repeats an ID across three SIGKILLs and restarts: every next ID is above all before', async () => {
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const added = await runFrond([
       'tag',
       'add',

@@ -54,6 +54,7 @@ describe('SQLite: the database file remembers the names that served IDs', () => 
     const file = join(dir, 'frond.db');
     const store = `sqlite:${file}`;
     const tag = randomTag();
+    assert.equal((await runFrond(['db', 'init', '--store', store])).code, 0);
     assert.equal((await runFrond(['tag', 'add', tag, '--step', '100', '--store', store])).code, 0);
     const node = await startFrond(['--port', '0', '--data-dir', dir], { env });
     let served: bigint[];
@@ -70,7 +71,10 @@ describe('SQLite: the database file remembers the names that served IDs', () => 
     // The CLI opens the file directly, with no data dir of the node's: the file's record refuses it.
     const opaque = await runFrond(['tag', 'add', tag, '--opaque', 'bits:20', '--store', store], { env });
     assert.equal(opaque.code, 1, opaque.stderr);
-    assert.match(opaque.stderr, /^frond: tag .* has served IDs before .*use a new name\n$/);
+    assert.match(
+      opaque.stderr,
+      /^frond: tag .* has served IDs before .*use a new name \(store sqlite:\S+\)\n$/,
+    );
     assert.deepEqual(rowsOf(file, tag), { leaf: 0, options: 0 });
 
     // Plain, from 1 again: a node with a fresh data dir serves above everything served before.
@@ -93,6 +97,7 @@ describe('SQLite: the database file remembers the names that served IDs', () => 
     const dir = tempDir();
     const file = join(dir, 'frond.db');
     const tag = randomTag();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dir])).code, 0);
     assert.equal((await runFrond(['tag', 'add', tag, '--step', '50', '--data-dir', dir])).code, 0);
     const node = await startFrond(['--port', '0', '--data-dir', dir, '--workers', '2'], { env });
     try {

@@ -29,6 +29,7 @@ describe('SQLite restored under frond serve --workers 2', () => {
   it('serves no ID twice after the file is put back to a copy taken before the node served', async () => {
     const dataDir = tempDir();
     const file = join(dataDir, 'frond.db');
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const added = await runFrond([
       'tag',
       'add',
@@ -74,15 +75,16 @@ describe('SQLite restored under frond serve --workers 2', () => {
     const dataDir = tempDir();
     const file = join(dataDir, 'frond.db');
     const store = `sqlite:${file}`;
+    assert.equal((await runFrond(['db', 'init', '--store', store])).code, 0);
     for (const tag of ['a', 'b']) {
       const added = await runFrond(['tag', 'add', tag, '--step', '10', '--store', store]);
       assert.equal(added.code, 0, added.stderr);
     }
     // No fence row yet (no node served): the command makes it and still raises, as after a restore.
-    const first = await runFrond(['db', 'fence', '--store', store, '--fence-skip', '1000']);
+    const first = await runFrond(['db', 'fence', '--yes', '--store', store, '--fence-skip', '1000']);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^fenced sqlite:.*: 2 tags raised by 1000, epoch 2 on [0-9a-f-]{36}\n$/);
-    const second = await runFrond(['db', 'fence', '--store', store, '--fence-skip', '1000']);
+    const second = await runFrond(['db', 'fence', '--yes', '--store', store, '--fence-skip', '1000']);
     assert.match(second.stdout, /: 2 tags raised by 1000, epoch 3 on /);
     const db = new Database(file, { readonly: true });
     try {

@@ -260,7 +260,7 @@ describe('a plain tag dropped by SQL is never re-created opaque under its name',
       // Another machine, another data dir: only the database remembers the name.
       const added = await runFrond(['tag', 'add', tag, '--opaque', 'bits:40', '--store', db.url], { env });
       assert.equal(added.code, 1, added.stderr);
-      assert.match(added.stderr, /^frond: tag .* has served IDs before .*use a new name\n$/);
+      assert.match(added.stderr, /^frond: tag .* has served IDs before .*use a new name \(store \S+\)\n$/);
       const rows = await db.sql(
         `SELECT COUNT(*) AS n FROM leaf_alloc WHERE biz_tag = ${dialect === 'postgres' ? '$1' : '?'}`,
         [tag],

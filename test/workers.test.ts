@@ -56,6 +56,7 @@ function listeningOf(node: FrondProcess) {
 describe('frond serve --workers', () => {
   it('runs two workers on one port and store: no segment or snowflake ID twice under concurrent load', async () => {
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const added = await runFrond(['tag', 'add', 'orders', '--step', '100', '--data-dir', dataDir]);
     assert.equal(added.code, 0, added.stderr);
     const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--workers', '2']);
@@ -134,6 +135,7 @@ describe('frond serve --workers', () => {
 
   it('answers /metrics and /v1/stats for the whole node, whichever process takes the request (issue 16, item 6)', async () => {
     const dataDir = tempDir();
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
     const added = await runFrond(['tag', 'add', 'orders', '--step', '100', '--data-dir', dataDir]);
     assert.equal(added.code, 0, added.stderr);
     const node = await startFrond([

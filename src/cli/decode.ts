@@ -4,15 +4,14 @@ import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.j
 import { assertValidTag } from '../core/tag.js';
 import { tagNotFound } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
-import { openStore } from '../stores/store-registry.js';
 import { DECODE } from './option-table.js';
 import { parseCommand } from './options.js';
-import { storeOf } from './store-options.js';
+import { type CommandStore, commandStore, withStore } from './store-options.js';
 
 export async function decodeCommand(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(DECODE, args);
+  const { settings, positionals, sources } = parseCommand(DECODE, args, { rejectUnknownEnv: true });
   if (settings.tag !== undefined)
-    return decodeOpaque(settings.tag, positionals[0] as string, storeOf(settings), out);
+    return decodeOpaque(settings.tag, positionals[0] as string, commandStore(settings, sources), out);
   const id = parseSnowflakeId(positionals[0] as string);
   const parts = decomposeSnowflake(id, settings.epoch);
   out(
@@ -31,7 +30,7 @@ export async function decodeCommand(args: string[], out: (line: string) => void)
 async function decodeOpaque(
   rawTag: string,
   text: string,
-  storeSpec: string,
+  choice: CommandStore,
   out: (line: string) => void,
 ): Promise<number> {
   const tag = assertValidTag(rawTag);
@@ -43,30 +42,23 @@ async function decodeOpaque(
       'OPAQUE_SECRET_MISSING',
       'decoding an opaque ID needs FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
     );
-  const store = openStore(storeSpec);
-  let options: Awaited<ReturnType<typeof store.tag>>;
-  try {
-    options = await store.tag(tag);
-  } finally {
-    await store.close();
-  }
-  if (options === undefined) throw tagNotFound(tag);
-  if (options.opaque === null)
-    throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
-  const domain = parseDomain(options.opaque.domain);
-  if (secret.keyCheck(tag, domain) !== options.opaque.keyCheck)
+  const [opaque, where] = await withStore(choice, async (store) => {
+    const options = await store.tag(tag);
+    if (options === undefined) throw tagNotFound(tag);
+    if (options.opaque === null)
+      throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
+    return [options.opaque, store.description] as const;
+  });
+  const domain = parseDomain(opaque.domain);
+  if (secret.keyCheck(tag, domain) !== opaque.keyCheck)
     throw new FrondError(
       'OPAQUE_SECRET_MISMATCH',
       `tag ${tag} is opaque under another secret than this one (fingerprint ${secret.fingerprint})`,
     );
   const codec = new OpaqueCodec(secret.cipherFor(tag, domain), domain);
-  out(
-    JSON.stringify({
-      tag,
-      id: text,
-      domain: formatDomain(domain),
-      segmentId: codec.decode(BigInt(text)).toString(),
-    }),
-  );
+  const segmentId = codec.decode(BigInt(text)).toString();
+  // On stderr: stdout stays one JSON object.
+  process.stderr.write(`store: ${where}\n`);
+  out(JSON.stringify({ tag, id: text, domain: formatDomain(domain), segmentId }));
   return 0;
 }

@@ -58,6 +58,11 @@ function flagWithValue(entry: OptionEntry): string {
   return entry.type === 'boolean' ? `--${entry.flag}` : `--${entry.flag} ${entry.placeholder}`;
 }
 
+/** `-p, --port N` where the setting has a one-letter flag too. */
+function flagsWithValue(entry: OptionEntry): string {
+  return entry.short === undefined ? flagWithValue(entry) : `-${entry.short}, ${flagWithValue(entry)}`;
+}
+
 /** `frond tag add <tag> [--store URL] …`, wrapped at WIDTH with the options aligned. */
 export function usageOf(command: CommandSpec): string {
   const head = `frond ${command.name}${command.positionals.map((name) => ` <${name.replace(/\?$/, '')}>`).join('')}`;
@@ -80,7 +85,7 @@ export function usageOf(command: CommandSpec): string {
 
 /** `frond serve --help`: the usage line, then each option with its default, bounds and other names. */
 export function commandHelp(command: CommandSpec): string {
-  const left = command.options.map((entry) => `  ${flagWithValue(entry)}`);
+  const left = command.options.map((entry) => `  ${flagsWithValue(entry)}`);
   const column = Math.max(...left.map((text) => text.length)) + 2;
   const rows = command.options.map((entry, i) => {
     const facts = [
@@ -106,7 +111,7 @@ export function overviewHelp(): string {
 
 usage:
 ${usages.join('\n')}
-  frond help [COMMAND] | frond COMMAND --help | frond version
+  frond help [COMMAND] | frond COMMAND --help (-h) | frond version (-v)
 
 ${PROSE}`;
 }
@@ -133,7 +138,10 @@ export function readmeTable(options: readonly OptionEntry[]): string {
   const rows = [
     ['flag', 'environment', 'config key', 'leaf.properties', 'default', 'values', 'meaning'],
     ...options.map((entry) => [
-      code(`--${entry.flag}`),
+      [`--${entry.flag}`, entry.short && `-${entry.short}`]
+        .map(code)
+        .filter((cell) => cell !== '')
+        .join(', '),
       [entry.env, entry.platformEnv, entry.fileEnv]
         .map(code)
         .filter((cell) => cell !== '')

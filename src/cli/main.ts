@@ -29,6 +29,7 @@ export async function main(args: string[]): Promise<number> {
         return await decodeCommand(rest, out);
       case 'version':
       case '--version':
+      case '-v':
         out(FROND_VERSION);
         return 0;
       case 'help':
@@ -52,7 +53,7 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-/** The words `frond` takes first, for a typo's suggestion. */
+/** The words `frond` takes first, for a typo's suggestion (`-h`, `-v`, `--help`, `--version` too). */
 const COMMAND_WORDS = ['serve', 'tag', 'db', 'decode', 'version', 'help'];
 
 /** `--help` or `-h` before a `--` that ends the options. */

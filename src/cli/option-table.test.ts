@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { envName, type OptionEntry } from '../core/option-entry.js';
 import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
 import { COORDINATOR_OPTIONS } from '../worker-ids/worker-id-registry.js';
-import { COMMANDS, SERVE, SERVE_OPTIONS } from './option-table.js';
+import { COMMANDS, SERVE, SERVE_OPTIONS, TAG_LIST } from './option-table.js';
 import { parseCommand, type RawValues } from './options.js';
 import { serveConfig } from './serve-config.js';
 
@@ -14,6 +14,10 @@ describe('option table', () => {
       const flags = command.options.map((entry) => entry.flag);
       assert.equal(new Set(names).size, names.length, `${command.name}: a name twice`);
       assert.equal(new Set(flags).size, flags.length, `${command.name}: a flag twice`);
+      // One letter each, never -h or -v (help and version, for every command: main.ts).
+      const shorts = command.options.flatMap((entry) => (entry.short === undefined ? [] : [entry.short]));
+      assert.equal(new Set(shorts).size, shorts.length, `${command.name}: a one-letter flag twice`);
+      for (const short of shorts) assert.match(short, /^[a-gi-uw-zA-Z]$/, `${command.name}: -${short}`);
       for (const entry of command.options) {
         assert.ok(entry.env === null || entry.env === envName(entry.flag), entry.flag);
         assert.ok(entry.configKey === null || entry.configKey === entry.flag, entry.flag);
@@ -75,8 +79,9 @@ describe('option table', () => {
   it('names the fields of the server config as the settings they come from', () => {
     const settings = parseCommand(SERVE, ['--data-dir', '/tmp/x'], { env: {} }).settings;
     const names = new Set(SERVE_OPTIONS.map((entry) => entry.name));
-    // Two fields group settings that are checked together: `coordinator` (--zk, --etcd, …) and `tls`.
-    const grouped = new Set(['coordinator', 'tls']);
+    // Fields that group settings: `coordinator` (--zk, --etcd, …) and `tls` are checked together;
+    // `storeSetting` says which of --store and --data-dir named `store`, for a store that cannot open.
+    const grouped = new Set(['coordinator', 'tls', 'storeSetting']);
     for (const field of Object.keys(serveConfig(settings)))
       assert.ok(names.has(field as never) || grouped.has(field), `ServeConfig.${field} has no entry`);
   });
@@ -115,5 +120,20 @@ describe('option table', () => {
         (error: Error) => pattern.test(error.message),
         args.join(' '),
       );
+  });
+
+  it("refuses a FROND_ variable no command reads, in every command, and passes another command's", () => {
+    for (const command of COMMANDS)
+      assert.throws(
+        () => parseCommand(command, [], { env: { FROND_STROE: 'x' }, rejectUnknownEnv: true }),
+        (error: Error) =>
+          error.message.startsWith(
+            `unknown environment variable FROND_STROE for 'frond ${command.name}' (did you mean FROND_STORE?)`,
+          ),
+        command.name,
+      );
+    // FROND_PORT is serve's: the tag commands run in the same environment.
+    const listed = parseCommand(TAG_LIST, [], { env: { FROND_PORT: '9000' }, rejectUnknownEnv: true });
+    assert.equal(listed.settings.json, false);
   });
 });

@@ -169,6 +169,13 @@ export const DB_FENCE = command({
       env: false,
       help: 'IDs added to every tag',
     }),
+    boolean({
+      name: 'yes',
+      flag: 'yes',
+      default: false,
+      env: false,
+      help: 'fence without asking: it cannot be undone (without it, a terminal is asked and anything else refused)',
+    }),
   ],
 });
 

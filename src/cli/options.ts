@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry, SettingsOf } from '../core/option-entry.js';
-import type { CommandSpec } from './option-table.js';
+import { COMMANDS, type CommandSpec } from './option-table.js';
 
 /**
  * Values by setting name as given (text, or a boolean already turned the way the setting reads:
@@ -26,7 +26,11 @@ export interface ParseContext {
   env?: NodeJS.ProcessEnv;
   /** Config files, the first given winning over the next; all below flags and the environment. */
   files?: RawValues[];
-  /** An unknown `FROND_*` variable stops the command (`serve`: a typo would be silently ignored). */
+  /**
+   * A `FROND_*` variable no command reads stops the command: a typo (`FROND_STROE`) would be
+   * silently ignored. Every command sets it; a variable of another command (`FROND_PORT` for `frond
+   * tag list`) is not refused, so one environment serves every command.
+   */
   rejectUnknownEnv?: boolean;
   /** ms since 1970, the bound of `max: 'now'`. */
   now?: number;
@@ -70,7 +74,11 @@ export function parseRaw(
       options: Object.fromEntries(
         command.options.map((entry) => [
           entry.flag,
-          { type: entry.type === 'boolean' ? 'boolean' : 'string', multiple: entry.type === 'list' },
+          {
+            type: entry.type === 'boolean' ? 'boolean' : 'string',
+            multiple: entry.type === 'list',
+            ...(entry.short === undefined ? {} : { short: entry.short }),
+          },
         ]),
       ),
       allowPositionals: true,
@@ -132,7 +140,9 @@ export function parseRaw(
   }
   if (context.rejectUnknownEnv) {
     const known = new Set(
-      command.options.flatMap((entry) => [entry.env, entry.fileEnv]).filter((name): name is string => !!name),
+      [command, ...COMMANDS]
+        .flatMap((spec) => spec.options.flatMap((entry) => [entry.env, entry.fileEnv]))
+        .filter((name): name is string => !!name),
     );
     const unknown = Object.keys(env).find(
       (key) => key.startsWith('FROND_') && !known.has(key) && !SECRET_ENV.has(key),
@@ -232,11 +242,16 @@ export function parseInteger(text: string, label: string, min: number, max: numb
 
 /**
  * `--port -1`: node's parser takes `-1` for an option. A value that looks like a negative number
- * after an option that takes a value is joined to it (`--port=-1`), so the bounds check answers.
+ * after an option that takes a value is joined to it (`--port=-1`; `-p -1` too), so the bounds check answers.
  */
 function negativeValues(command: CommandSpec, args: string[]): string[] {
-  const valued = new Set(
-    command.options.filter((entry) => entry.type !== 'boolean').map((entry) => `--${entry.flag}`),
+  const valued = new Map(
+    command.options
+      .filter((entry) => entry.type !== 'boolean')
+      .flatMap((entry) => [
+        [`--${entry.flag}`, `--${entry.flag}`],
+        ...(entry.short === undefined ? [] : [[`-${entry.short}`, `--${entry.flag}`] as const]),
+      ]) as [string, string][],
   );
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -246,8 +261,9 @@ function negativeValues(command: CommandSpec, args: string[]): string[] {
       out.push(...args.slice(i));
       break;
     }
-    if (valued.has(arg) && next !== undefined && /^-[0-9]/.test(next)) {
-      out.push(`${arg}=${next}`);
+    const long = valued.get(arg);
+    if (long !== undefined && next !== undefined && /^-[0-9]/.test(next)) {
+      out.push(`${long}=${next}`);
       i++;
     } else out.push(arg);
   }

@@ -12,7 +12,7 @@ import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
 import { type CoordinatorConfig, coordinatorConfig, flagOfKind } from '../worker-ids/worker-id-registry.js';
 import type { ServeSettings } from './option-table.js';
 import { usage } from './options.js';
-import { storeOf } from './store-options.js';
+import { storeOf, storeSettingOf } from './store-options.js';
 
 /**
  * The server's slices of the parsed settings (`SERVE_SETTINGS` says which setting goes to which),
@@ -74,6 +74,7 @@ function segmentConfig(settings: ServeSettings): SegmentConfig {
   return {
     ...sliceOf(SERVE_SETTINGS, 'segment', settings),
     store: storeOf(settings),
+    storeSetting: storeSettingOf(settings),
     opaqueTags: declaredOpaqueTags(settings),
   };
 }

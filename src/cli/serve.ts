@@ -3,7 +3,7 @@ import { systemClock } from '../core/clock.js';
 import { describeError, FrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster/cluster.js';
-import { createPinoLogger } from '../server/start/pino-logger.js';
+import { createLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
 import { WORKER_ID } from '../server/start/serve-settings.js';
 import { startServer } from '../server/start/start-server.js';
@@ -78,7 +78,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const warnings: string[] = [];
   const settings = parseServeArgs(args, process.env, Date.now(), warnings);
   const config = serveConfig(settings);
-  const logger = createPinoLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
   // Once per node, by the primary of --workers.
   if (!cluster.isWorker) for (const message of warnings) logger.log('warn', 'config.warning', { message });
   // `--workers N`: this process becomes the primary of N forked copies of itself (src/server/cluster/cluster.ts).

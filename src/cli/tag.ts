@@ -1,24 +1,14 @@
 import { FrondError } from '../core/errors.js';
 import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
-import type { TagCatalogue } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
-import { openStore } from '../stores/store-registry.js';
 import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
-import { storeOf } from './store-options.js';
-
-async function withStore<T>(spec: string, use: (store: TagCatalogue) => Promise<T>): Promise<T> {
-  const store = openStore(spec);
-  try {
-    return await use(store);
-  } finally {
-    await store.close();
-  }
-}
+import { commandStore, withStore } from './store-options.js';
 
 async function add(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(TAG_ADD, args);
+  const { settings, positionals, sources } = parseCommand(TAG_ADD, args, { rejectUnknownEnv: true });
+  const choice = commandStore(settings, sources);
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(settings.step);
   const parsed = parseDecimal(settings.start);
@@ -31,8 +21,11 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   const start = assertStart(parsed, step);
   const description = settings.description ?? null;
   if (settings.opaque === undefined) {
-    await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }));
-    out(`added tag ${tag}: first ID ${start}, step ${step}`);
+    const where = await withStore(choice, async (store) => {
+      await store.addTag({ tag, step, start, description });
+      return store.description;
+    });
+    out(`added tag ${tag}: first ID ${start}, step ${step} (store ${where})`);
     return 0;
   }
   const domain = parseDomain(settings.opaque);
@@ -44,18 +37,23 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
       '--opaque needs the opaque-ID secret the nodes share: set FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
     );
   const setting = { domain: formatDomain(domain), keyCheck: secret.keyCheck(tag, domain) };
-  await withStore(storeOf(settings), (store) => store.addTag({ tag, step, start, description }, setting));
+  const where = await withStore(choice, async (store) => {
+    await store.addTag({ tag, step, start, description }, setting);
+    return store.description;
+  });
   out(
-    `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${start}, step ${step}, secret fingerprint ${secret.fingerprint}`,
+    `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${start}, step ${step}, secret fingerprint ${secret.fingerprint} (store ${where})`,
   );
   return 0;
 }
 
 async function list(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings } = parseCommand(TAG_LIST, args);
-  const [rows, opaque] = await withStore(storeOf(settings), (store) =>
-    Promise.all([store.listRows(), store.listOpaque()]),
+  const { settings, sources } = parseCommand(TAG_LIST, args, { rejectUnknownEnv: true });
+  const [rows, opaque, where] = await withStore(commandStore(settings, sources), (store) =>
+    Promise.all([store.listRows(), store.listOpaque(), store.description]),
   );
+  // On stderr: stdout stays the table, or JSON for a program.
+  process.stderr.write(`store: ${where}\n`);
   const secret = OpaqueSecret.fromEnvironment();
   // Whether this secret makes the key check stored with the tag: all nodes must share one.
   const keyOf = (tag: string) => {
@@ -116,11 +114,14 @@ async function list(args: string[], out: (line: string) => void): Promise<number
 }
 
 async function setStep(args: string[], out: (line: string) => void): Promise<number> {
-  const { settings, positionals } = parseCommand(TAG_SET_STEP, args);
+  const { settings, positionals, sources } = parseCommand(TAG_SET_STEP, args, { rejectUnknownEnv: true });
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(parseInteger(positionals[1] as string, 'step', 1, MAX_TABLE_STEP));
-  await withStore(storeOf(settings), (store) => store.setStep(tag, step));
-  out(`tag ${tag}: step set to ${step} (running nodes use it from their next segment load)`);
+  const where = await withStore(commandStore(settings, sources), async (store) => {
+    await store.setStep(tag, step);
+    return store.description;
+  });
+  out(`tag ${tag}: step set to ${step}, used by running nodes from their next segment load (store ${where})`);
   return 0;
 }
 

@@ -3,6 +3,11 @@ export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** How log lines are written: JSON lines, plain lines for a person, or plain on a terminal only. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /**
  * Every event frond logs, by the layer that logs it. A union, so that a misspelt event fails
  * typecheck instead of reaching operators' alerts under a new name. Metrics do not read these: they

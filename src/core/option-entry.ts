@@ -21,6 +21,8 @@ export interface OptionEntry<
   readonly slice: S;
   /** The flag without `--`. A boolean that is on by default has a `no-…` flag (`negated`) that turns it off. */
   readonly flag: string;
+  /** A one-letter flag as well (`-p` for `--port`), without `-`; `-h` and `-v` are help and version. */
+  readonly short: string | undefined;
   /** The flag sets the value to false: `--no-segment` is `segment: false`, and so are its variable and key. */
   readonly negated: boolean;
   /** `FROND_` and the flag in capitals, or null: the setting has no environment variable. */
@@ -90,6 +92,8 @@ export function envName(flag: string): string {
 interface Common<N extends string, S extends string | undefined> {
   name: N;
   flag: string;
+  /** See `OptionEntry.short`. */
+  short?: string;
   /** See `OptionEntry.slice`. */
   slice?: S;
   help: string;
@@ -116,6 +120,7 @@ function entry<N extends string, V, S extends string | undefined>(
     name: spec.name,
     slice: spec.slice as S,
     flag: spec.flag,
+    short: spec.short,
     negated: false,
     env: spec.env === false ? null : envName(spec.flag),
     platformEnv: spec.platformEnv,

@@ -42,6 +42,20 @@ export function makeDirectory(path: string, what: string): void {
   }
 }
 
+/**
+ * A directory that exists but cannot be written (its owner is another user, the file system is
+ * read-only or full), in one line naming `what` (the setting the path came from).
+ */
+export function unwritable(what: string, path: string, error: unknown): FrondError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const reason = describe(code);
+  return new FrondError(
+    'INVALID_CONFIG',
+    `${what} ${path}: cannot write in it (${reason}${code !== undefined && reason !== code ? `, ${code}` : ''}); give a directory this user can write`,
+    { cause: error },
+  );
+}
+
 function describe(code: string | undefined): string {
   switch (code) {
     case 'EACCES':

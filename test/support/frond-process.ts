@@ -94,7 +94,7 @@ export interface CommandResult {
 /** Runs one `frond` command to its end (bounded by `timeoutMs`). */
 export function runFrond(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
 ): Promise<CommandResult> {
   // 60 s: one `frond tag add` took over 20 s on a machine with both cores busy and servers running.
   return runNode([FROND_BIN, ...args], { timeoutMs: 60_000, ...options });
@@ -103,12 +103,13 @@ export function runFrond(
 /** Runs `node ARGS` to its end; rejects, after killing it, if it outlives `timeoutMs`. */
 export function runNode(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; timeoutMs: number },
+  options: { env?: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string },
 ): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
+      cwd: options.cwd,
     });
     let stdout = '';
     let stderr = '';

@@ -7,6 +7,7 @@ import type { LogEvent, Logger } from '../../core/logger.js';
 import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import { WORKER_FILE } from '../../worker-ids/file/file-worker-id-source.js';
 import { lockDataDir } from '../start/data-dir-lock.js';
+import { assertPortFree } from '../start/listen.js';
 import type { ServeConfig } from '../start/serve-config.js';
 import { aggregateFor } from './aggregate.js';
 import { type AggregateAsk, ASK, type Assignment } from './messages.js';
@@ -139,6 +140,8 @@ export async function runPrimary(config: ServeConfig, count: number, logger: Log
       `--workers ${count} with --zk needs --worker-lease: Leaf's ZooKeeper layout gives one worker ID per ip:port, and the workers share the port`,
     );
   }
+  // The port its workers will share, before anything is locked or forked (listen.ts).
+  await assertPortFree(config);
   const unlock = lockDataDir(config.dataDir);
   try {
     // With a coordinator, each worker claims its own worker ID from it.

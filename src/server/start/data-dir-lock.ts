@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
-import { makeDirectory } from '../../platform/directory.js';
+import { makeDirectory, unwritable } from '../../platform/directory.js';
 
 export const LOCK_FILE = 'frond.pid';
 
@@ -53,6 +53,15 @@ const ROUNDS = 50;
  */
 export function lockDataDir(dir: string): () => void {
   makeDirectory(dir, '--data-dir');
+  try {
+    return takeDataDir(dir);
+  } catch (error) {
+    // EACCES, EROFS, ENOSPC on the lock's own files: one line naming --data-dir, not the syscall.
+    throw error instanceof FrondError ? error : unwritable('--data-dir', dir, error);
+  }
+}
+
+function takeDataDir(dir: string): () => void {
   const path = join(dir, LOCK_FILE);
   const nonce = randomUUID();
   const mine = `${process.pid}\n${nonce}\n`;

@@ -5,12 +5,12 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/
 import { LEAF_STEP_RULES } from '../../core/segment-step.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { servedStore } from '../../stores/fencing/served-store.js';
-import { openStore } from '../../stores/store-registry.js';
 import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
 import { OpaqueTags } from '../opaque/opaque-tags.js';
 import type { Cleanups } from './cleanups.js';
 import type { SegmentConfig, StartConfig } from './serve-config.js';
+import { openStoreFor } from './store-open.js';
 
 /** Segment mode, open: the fenced store, the allocator on it, and which of its tags are opaque. */
 export interface SegmentMode {
@@ -37,7 +37,7 @@ export async function openSegmentMode(
   // (src/stores/fencing/served-store.ts). The store is closed whatever fails after it opened (an
   // unreadable high-water file throws in FencedStore's constructor): SQLite's worker thread would
   // otherwise keep a failed start alive.
-  const inner = openStore(config.store, { logger });
+  const inner = openStoreFor(config.store, config.storeSetting ?? `--store ${config.store}`, { logger });
   cleanups.push(() => inner.close());
   const store = servedStore(inner, {
     dataDir: config.dataDir,

@@ -28,6 +28,11 @@ export type AccessConfig = Slice<'access'>;
 export type SegmentConfig = Omit<Slice<'segment'>, 'store' | 'opaqueTags'> & {
   /** `--store`, or the default `sqlite:<dataDir>/frond.db`. */
   store: string;
+  /**
+   * The setting `store` came from, with its value as given and no password, for a store that
+   * cannot be opened: `--data-dir ./data`, `--store sqlite:ids.db`. Undefined: `--store` and `store`.
+   */
+  storeSetting?: string;
   /** `--opaque-tag`, each tag once: created or checked at start. */
   opaqueTags: readonly DeclaredOpaqueTag[];
   /**

@@ -1,4 +1,4 @@
-import { LOG_LEVELS } from '../../core/logger.js';
+import { LOG_FORMATS, LOG_LEVELS } from '../../core/logger.js';
 import { boolean, integer, list, type OptionEntry, oneOf, string } from '../../core/option-entry.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../core/segment-step.js';
@@ -106,6 +106,7 @@ export const SERVE_SETTINGS = [
     min: 0,
     max: 65_535,
     leafKey: 'server.port',
+    short: 'p',
     // The platforms' convention (Heroku, Cloud Run, Render…): they say the port in PORT.
     platformEnv: 'PORT',
     help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); `PORT` is read when `FROND_PORT` is not set',
@@ -229,6 +230,15 @@ export const SERVE_SETTINGS = [
     default: 'info',
     placeholder: 'LEVEL',
     help: 'the least severe log events written',
+  }),
+  oneOf({
+    name: 'logFormat',
+    slice: 'start',
+    flag: 'log-format',
+    values: LOG_FORMATS,
+    default: 'auto',
+    placeholder: 'FORMAT',
+    help: '`json`: one JSON object a line; `pretty`: one plain line an event (`22:14:15 info  listening url=…`); `auto`: pretty when standard output is a terminal, else JSON',
   }),
   integer({
     name: 'workers',

@@ -19,8 +19,10 @@ export interface RunningServer {
 }
 
 /**
- * Composes the node: the ops surface, segment mode, snowflake mode and HTTP, in that order, each
- * closed again if a later one fails; nothing here is on the path of a request.
+ * Composes the node: HTTP, then the ops surface, segment mode and snowflake mode, each closed again
+ * if a later one fails; nothing here is on the path of a request. The port comes first: a start
+ * that cannot have it (another process listens there) fails before it locks the data dir, claims a
+ * worker ID or writes a file. Requests that arrive while the modes open wait for them.
  */
 export async function startServer(
   config: ServeConfig,
@@ -28,28 +30,31 @@ export async function startServer(
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
   const tls = config.tls && readTls(config.tls);
-  const ops = openOpsSurface(config, clock);
-  const cleanups: Cleanups = [lockDataDir(config.dataDir)];
+  const http = await listen(config, tls, logger);
+  const cleanups: Cleanups = [];
   try {
+    cleanups.push(lockDataDir(config.dataDir));
+    const ops = openOpsSurface(config, clock);
     const segment = config.segment
       ? await openSegmentMode(config, clock, logger, ops.metrics, cleanups)
       : undefined;
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
-    const handler = createApp({
-      segment: segment?.allocator,
-      snowflake,
-      opaque: segment?.opaque,
-      epoch: config.epoch,
-      logger,
-      // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
-      now: () => clock.now(),
-      access: config,
-      rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
-      observer: ops.metrics,
-      ops: opsDeps,
-    });
-    const http = await listen(handler, config, tls, logger);
+    http.serve(
+      createApp({
+        segment: segment?.allocator,
+        snowflake,
+        opaque: segment?.opaque,
+        epoch: config.epoch,
+        logger,
+        // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
+        now: () => clock.now(),
+        access: config,
+        rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
+        observer: ops.metrics,
+        ops: opsDeps,
+      }),
+    );
     logger.log('info', 'listening', {
       url: http.url,
       segment: segment?.store.description ?? 'off',
@@ -60,6 +65,8 @@ export async function startServer(
     return { url: http.url, server: http.server, close: closeOnce(http.server, config, cleanups, logger) };
   } catch (error) {
     await runCleanups(cleanups);
+    // Requests that waited for the start are cut: the node never served.
+    await closeHttp(http.server, 0);
     throw error;
   }
 }

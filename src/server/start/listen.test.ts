@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { httpGet } from '../../../test/support/http-get.js';
+import { isFrondError } from '../../core/errors.js';
+import { silentLogger } from '../../core/logger.js';
+import { assertPortFree, closeHttp, listen } from './listen.js';
+import type { ListenConfig } from './serve-config.js';
+
+const CONFIG: ListenConfig = {
+  host: '127.0.0.1',
+  port: 0,
+  maxConnections: 64,
+  requestTimeoutMs: 5_000,
+  shutdownTimeoutMs: 1_000,
+  tls: undefined,
+};
+
+describe('listen', () => {
+  it('holds the requests that arrive before the node is ready, and answers them once it is', async () => {
+    const http = await listen(CONFIG, undefined, silentLogger);
+    try {
+      let answered = false;
+      const early = httpGet(`${http.url}/anything`).then((response) => {
+        answered = true;
+        return response;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(answered, false, 'no answer before the node is ready');
+      http.serve((_req, res) => res.end('ready'));
+      assert.equal((await early).body, 'ready');
+      assert.equal((await httpGet(`${http.url}/later`)).body, 'ready');
+    } finally {
+      await closeHttp(http.server, 0);
+    }
+  });
+
+  it('refuses a port in use in one line naming --port, for the node and for the primary of --workers', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as { port: number };
+    try {
+      const taken = (error: unknown) =>
+        isFrondError(error, 'INVALID_CONFIG') &&
+        error.message === `port ${port} on 127.0.0.1 is in use (--port)`;
+      await assert.rejects(listen({ ...CONFIG, port }, undefined, silentLogger), taken);
+      await assert.rejects(assertPortFree({ host: '127.0.0.1', port }), taken);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+    // Free again: the check lets it go at once.
+    await assertPortFree({ host: '127.0.0.1', port });
+    await assertPortFree({ host: '127.0.0.1', port });
+  });
+});
