@@ -122,6 +122,14 @@ type AdvanceOutcome =
 const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ${INT}, ${INT}, ?)`;
 
 /**
+ * A plain tag's row: a name frond_high_water knows (a removed tag) starts at its record when the
+ * start is below it (`TagCatalogue.addTag`). The tag, the start, the tag, the start, the step and
+ * the description.
+ */
+const INSERT_PLAIN_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+  VALUES (?, GREATEST(${INT}, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), ${INT})), ${INT}, ?)`;
+
+/**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
  * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart (the rules around
  * the statements are SqlStore's). Every operation runs on a pooled connection under a deadline
@@ -308,7 +316,8 @@ class MysqlDialect implements SqlDialect {
    * name: a setting is never removed, so one whose leaf_alloc row was deleted by hand would be
    * joined to the new row, and the tag served as opaque. The check matches names as the join does
    * (by the column's collation), so it refuses exactly the rows the join would find a setting for;
-   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS.
+   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS. A name
+   * frond_high_water knows starts at its record when the start is below it (INSERT_PLAIN_ROW).
    *
    * An opaque tag's setting and row in one transaction: a name frond_high_water knows and
    * leaf_alloc no longer holds served plain IDs (opaqueNameUsed); a row that is there fails the
@@ -324,7 +333,15 @@ class MysqlDialect implements SqlDialect {
           [tag.tag, tag.tag],
         );
         if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
-        await sql(INSERT_ROW, rowValues(tag));
+        const start = tag.start.toString();
+        await sql(INSERT_PLAIN_ROW, [
+          tag.tag,
+          start,
+          tag.tag,
+          start,
+          String(tag.step),
+          tag.description ?? null,
+        ]);
       });
     return this.connections.transaction('addOpaqueTag', async (sql) => {
       const [used] = await sql(
@@ -340,6 +357,27 @@ class MysqlDialect implements SqlDialect {
       ]);
       await sql(INSERT_ROW, rowValues(tag));
     });
+  }
+
+  /**
+   * The row locked first, as an advance locks it (LOCK_ROW: an advance in flight commits before,
+   * and one after finds no row), its max_id recorded as an advance records it (the higher of the
+   * two kept), the row deleted, and the record read back: one transaction.
+   */
+  deleteTag(tag: string): Promise<bigint | undefined> {
+    return this.withDeadlockRetry(() =>
+      this.connections.transaction('removeTag', async (sql) => {
+        const [locked] = await sql(LOCK_ROW, [tag, tag]);
+        if ((locked as unknown[]).length === 0) return undefined;
+        await sql(RECORD_HIGH_WATER, [tag, tag]);
+        await sql(`DELETE FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [tag, tag]);
+        const [kept] = await sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ?', [tag]);
+        const row = (kept as { max_id: string }[])[0];
+        if (row === undefined)
+          throw new Error(`frond_high_water has no row for ${tag} right after recording it`);
+        return BigInt(row.max_id);
+      }),
+    );
   }
 
   /** ER_NO_SUCH_TABLE (1146), from the driver or as the cause of a store error. */

@@ -116,12 +116,15 @@ interface AdvanceRow {
 
 /**
  * A plain tag's row, in one statement: nothing is inserted for a name whose opaque setting is still
- * in frond_tag_options without a row (the row was deleted by hand): its opaque IDs are spread over
- * the whole domain, and a plain tag under that name could repeat one of them. A row that is there
- * fails the insert: TAG_EXISTS.
+ * in frond_tag_options without a row (a removed tag, or a row deleted by hand): its opaque IDs are
+ * spread over the whole domain, and a plain tag under that name could repeat one of them. A row
+ * that is there fails the insert: TAG_EXISTS. A name frond_high_water knows starts at its record
+ * when the start is below it (`TagCatalogue.addTag`).
  */
 const INSERT_PLAIN = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
-  SELECT $1::varchar, $2::bigint, $3::integer, $4::varchar
+  SELECT $1::varchar,
+         GREATEST($2::bigint, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1::varchar), $2::bigint)),
+         $3::integer, $4::varchar
    WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
       OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`;
 
@@ -134,6 +137,19 @@ const INSERT_OPAQUE = `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque
     SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar)
        OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) RETURNING biz_tag)
   INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`;
+
+/**
+ * `removeTag` in one statement, so one transaction: the row is deleted (after any advance that
+ * holds its lock commits: the DELETE then takes the row as that advance left it) and its max_id
+ * recorded in frond_high_water, the higher of the two kept, as an advance records it. No row, no
+ * answer row.
+ */
+const DELETE_TAG = `WITH gone AS (
+  DELETE FROM leaf_alloc WHERE biz_tag = $1 RETURNING biz_tag, max_id
+)
+INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM gone
+  ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
+  RETURNING max_id`;
 
 /** PostgreSQL's undefined_table, undefined_column and unique_violation. */
 const UNDEFINED_TABLE = '42P01';
@@ -241,6 +257,12 @@ class PostgresDialect implements SqlDialect {
           });
     if (result.rowCount === 0)
       throw opaque === undefined ? opaqueSettingRemains(tag.tag) : opaqueNameUsed(tag.tag);
+  }
+
+  async deleteTag(tag: string): Promise<bigint | undefined> {
+    const result = await this.connections.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+    const row = result.rows[0];
+    return row === undefined ? undefined : BigInt(row.max_id);
   }
 
   isMissingTable(error: unknown): boolean {

@@ -183,6 +183,14 @@ export class SqliteDatabase implements SqliteCalls {
         )
         .safeIntegers(true),
       insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
+      // A plain tag's row: a name frond_high_water knows (a removed tag) starts at its record when
+      // the start is below it (`TagCatalogue.addTag`).
+      insertPlain: db.prepare(
+        `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+           VALUES (@tag, max(@start, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = @tag), @start)), @step, @description)`,
+      ),
+      remove: db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?'),
+      highWater: db.prepare('SELECT max_id FROM frond_high_water WHERE biz_tag = ?').safeIntegers(true),
       setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
       opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
       insertOptions: db.prepare(
@@ -323,7 +331,14 @@ export class SqliteDatabase implements SqliteCalls {
               throw opaqueNameUsed(tag.tag);
             this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
           }
-          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+          if (opaque === undefined)
+            this.statements.insertPlain.run({
+              tag: tag.tag,
+              start: tag.start,
+              step: tag.step,
+              description: tag.description ?? null,
+            });
+          else this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
         })
         .immediate();
     } catch (error) {
@@ -333,6 +348,29 @@ export class SqliteDatabase implements SqliteCalls {
 
   setStep(tag: string, step: number): void {
     if (this.statements.setStep.run(step, tag).changes === 0) throw tagNotFound(tag);
+  }
+
+  /**
+   * One IMMEDIATE transaction, so no advance of any process on the file runs beside it: the row's
+   * max_id recorded in frond_high_water (the higher of the two kept), the row deleted, the record
+   * read back. Its setting stays in frond_tag_options.
+   */
+  removeTag(tag: string): bigint {
+    return this.db
+      .transaction((): bigint => {
+        const row = this.statements.readGrant.get(tag) as GrantRow | undefined;
+        if (row === undefined) throw tagNotFound(tag);
+        if (typeof row.max_id !== 'bigint') {
+          throw new FrondError(
+            'INVALID_CONFIG',
+            `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id, then remove it`,
+          );
+        }
+        this.statements.record.run(tag, row.max_id);
+        this.statements.remove.run(tag);
+        return (this.statements.highWater.get(tag) as { max_id: bigint }).max_id;
+      })
+      .immediate();
   }
 
   listOpaque(): Map<string, OpaqueSetting> {
