@@ -116,6 +116,13 @@ export class MemoryStore implements CataloguedStore {
       const floor = request.atLeast.get(tag);
       if (floor !== undefined && row.maxId < floor) row.maxId = floor;
     }
+    // A removed tag is raised as well (its record, as the SQL stores raise it).
+    for (const [tag, recorded] of this.highWater) {
+      if (this.rows.has(tag)) continue;
+      const floor = request.atLeast.get(tag);
+      const raised = recorded + request.skip;
+      this.highWater.set(tag, floor !== undefined && floor > raised ? floor : raised);
+    }
     this.fenceRow = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
     return { ...this.fenceRow, fenced: true, tags: this.rows.size };
   }

@@ -129,6 +129,9 @@ const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) 
 const INSERT_PLAIN_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
   VALUES (?, GREATEST(${INT}, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), ${INT})), ${INT}, ?)`;
 
+/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
+
 /**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
  * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart (the rules around
@@ -294,12 +297,23 @@ class MysqlDialect implements SqlDialect {
           `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE max_id + ${INT} END`,
           [skip, skip],
         );
+        // A removed tag (a name frond_high_water keeps without a row) is raised as well: added
+        // again, it goes on from there, above what the database may have lost of it.
+        await sql(
+          `UPDATE frond_high_water h SET h.max_id = CASE WHEN h.max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE h.max_id + ${INT} END WHERE ${ROW_GONE}`,
+          [skip, skip],
+        );
         for (const [tag, maxId] of request.atLeast) {
+          const floor = maxId.toString();
           await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE biz_tag = ? AND max_id < ${INT}`, [
-            maxId.toString(),
+            floor,
             tag,
-            maxId.toString(),
+            floor,
           ]);
+          await sql(
+            `UPDATE frond_high_water h SET h.max_id = ${INT} WHERE h.biz_tag = ? AND h.max_id < ${INT} AND ${ROW_GONE}`,
+            [floor, tag, floor],
+          );
         }
         const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
         await sql(

@@ -282,6 +282,9 @@ class PostgresDialect implements SqlDialect {
   }
 }
 
+/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
+
 /** The fence, in the caller's transaction. */
 async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
   const identity = (await client.query<{ identity: string }>(`SELECT ${IDENTITY_SQL} AS identity`)).rows[0]
@@ -308,12 +311,26 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
     `UPDATE leaf_alloc SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE max_id + $1::bigint END, update_time = CURRENT_TIMESTAMP`,
     [request.skip.toString()],
   );
+  // A removed tag (a name frond_high_water keeps without a row) is raised as well: added again, it
+  // goes on from there, above what the database may have lost of it.
+  await client.query(
+    `UPDATE frond_high_water h SET max_id = CASE WHEN h.max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE h.max_id + $1::bigint END
+      WHERE ${ROW_GONE}`,
+    [request.skip.toString()],
+  );
   if (request.atLeast.size > 0) {
+    const atLeast = [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)];
     await client.query(
       `UPDATE leaf_alloc l SET max_id = f.max_id, update_time = CURRENT_TIMESTAMP
          FROM unnest($1::text[], $2::bigint[]) AS f(biz_tag, max_id)
         WHERE l.biz_tag = f.biz_tag AND l.max_id < f.max_id`,
-      [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)],
+      atLeast,
+    );
+    await client.query(
+      `UPDATE frond_high_water h SET max_id = f.max_id
+         FROM unnest($1::text[], $2::bigint[]) AS f(biz_tag, max_id)
+        WHERE h.biz_tag = f.biz_tag AND h.max_id < f.max_id AND ${ROW_GONE}`,
+      atLeast,
     );
   }
   const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;

@@ -78,6 +78,9 @@ const floorOf = (tag: string) =>
   `max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), max_id))`;
 const FLOOR = floorOf('@tag');
 
+/** The frond_high_water row being written has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = frond_high_water.biz_tag)';
+
 interface RawRow {
   biz_tag: string;
   max_id: bigint;
@@ -208,6 +211,14 @@ export class SqliteDatabase implements SqliteCalls {
       raiseTo: db.prepare(
         'UPDATE leaf_alloc SET max_id = @maxId, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id < @maxId',
       ),
+      // A removed tag (a name frond_high_water keeps without a row) is raised as well: added again,
+      // it goes on from there, above what the file may have lost of it.
+      raiseRemoved: db.prepare(
+        `UPDATE frond_high_water SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - @skip THEN ${MAX_SEGMENT_ID} ELSE max_id + @skip END WHERE ${ROW_GONE}`,
+      ),
+      raiseRemovedTo: db.prepare(
+        `UPDATE frond_high_water SET max_id = @maxId WHERE biz_tag = @tag AND max_id < @maxId AND ${ROW_GONE}`,
+      ),
     };
   }
 
@@ -257,7 +268,11 @@ export class SqliteDatabase implements SqliteCalls {
         if (found > request.observedEpoch)
           return { epoch: found, identity: row.identity, fenced: false, tags: 0 };
         const tags = this.statements.raiseAll.run({ skip: request.skip }).changes;
-        for (const [tag, maxId] of request.atLeast) this.statements.raiseTo.run({ tag, maxId });
+        this.statements.raiseRemoved.run({ skip: request.skip });
+        for (const [tag, maxId] of request.atLeast) {
+          this.statements.raiseTo.run({ tag, maxId });
+          this.statements.raiseRemovedTo.run({ tag, maxId });
+        }
         const epoch = Math.max(found, request.aboveEpoch) + 1;
         this.statements.setFence.run(BigInt(epoch));
         return { epoch, identity: row.identity, fenced: true, tags };
