@@ -12,6 +12,7 @@ import {
   startFrond,
   tempDir,
 } from './support/frond-process.js';
+import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
 import { unjournaled } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
@@ -37,7 +38,7 @@ async function fence(store: OpenedStore, skip: bigint, atLeast = new Map<string,
 }
 
 for (const backend of BACKENDS) {
-  describe(`a removed tag and the fence: ${backend.name}`, () => {
+  describe(`a removed tag and the fence: ${backend.name}`, { skip: backendSkip(backend.name) }, () => {
     // A removal on a database that lost commits (a failover to a replica that was behind, a
     // restore) and was not fenced yet keeps a high-water below what nodes were granted. The fence
     // that follows raises every row past that; it raises the removed names' records too, or the
@@ -62,6 +63,10 @@ for (const backend of BACKENDS) {
         await store.addTag({ tag: floored, step: 10, start: 1n });
         assert.equal((await store.tag(floored))?.maxId, 50_000n, 'and to the floor a node knows');
         assert.equal((await grants.advance(floored))?.maxId, 50_010n);
+        // A row the fence raised above its record: the removal keeps the row's max_id, the higher.
+        assert.equal(await store.removeTag(present), 1011n);
+        await store.addTag({ tag: present, step: 10, start: 1n });
+        assert.equal((await grants.advance(present))?.maxId, 1021n);
       } finally {
         await store.close();
       }
@@ -93,7 +98,10 @@ function succeeded(result: CommandResult): string {
 }
 
 for (const backend of BACKENDS) {
-  describe(`frond tag remove on a running node: ${backend.name}`, { timeout: 180_000 }, () => {
+  describe(`frond tag remove on a running node: ${backend.name}`, {
+    timeout: 180_000,
+    skip: backendSkip(backend.name),
+  }, () => {
     it('the node answers 404 within its tag refresh; added again, it serves IDs above every earlier one', async (t) => {
       const spec = await backend.spec(t);
       if (spec === undefined) return;
@@ -103,15 +111,11 @@ for (const backend of BACKENDS) {
       succeeded(await runFrond(['tag', 'add', randomTag(), ...store]));
       // A step of 1000: what the node holds outlasts the test, so only the refresh can stop it.
       assert.match(succeeded(await runFrond(['tag', 'add', tag, ...store])), /first ID 1, step 1000/);
-      const node = await startFrond([
-        '--port',
-        '0',
-        '--data-dir',
-        tempDir(),
-        '--tag-refresh-ms',
-        String(REFRESH_MS),
-        ...store,
-      ]);
+      // `frond serve` refuses FROND_* variables it does not know: the test runner's is left out.
+      const node = await startFrond(
+        ['--port', '0', '--data-dir', tempDir(), '--tag-refresh-ms', String(REFRESH_MS), ...store],
+        { env: { FROND_TEST_BACKENDS: undefined } },
+      );
       try {
         const before: bigint[] = [];
         for (let i = 0; i < 20; i++) before.push(...(await one(node, tag)).ids);
