@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import type { OpenedStore } from '../src/stores/store-backend.js';
 import { openStore } from '../src/stores/store-registry.js';
+import { backendSkip } from './support/backend-filter.js';
 import {
   type CommandResult,
   FROND_BIN,
@@ -12,7 +13,6 @@ import {
   startFrond,
   tempDir,
 } from './support/frond-process.js';
-import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
 import { unjournaled } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
