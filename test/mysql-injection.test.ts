@@ -320,6 +320,16 @@ for (const target of TARGETS) {
             assert.equal((await store.listTags()).filter((name) => name === tag).length, 1),
           );
           await check('listOpaque', async () => assert.equal((await store.listOpaque()).has(tag), false));
+          // Removed: its row goes, its high-water stays; added again, it starts there.
+          const removed = await check('removeTag', async () => assert.equal(await store.removeTag(tag), 28n));
+          assert.deepEqual(removed.leaf, [], shown(tag));
+          assert.deepEqual(removed.highWater, [{ tag: hexOf(tag), max_id: '28' }]);
+          await check(
+            'removeTag',
+            rejectsWith('TAG_NOT_FOUND', () => store.removeTag(tag)),
+          );
+          const back = await check('addTag', () => store.addTag({ tag, step: 10, start: 1n }));
+          assert.equal(back.leaf[0]?.max_id, '28', shown(tag));
         }
       } finally {
         await store.close();

@@ -83,11 +83,11 @@ describe('operations API (real server)', () => {
     assert.match(patched.text, /step must be an integer from 1 to 2147483647/);
   });
 
-  it('answers 405 with the Allow header of the route: DELETE /v1/tags/x allows GET, PATCH (item 18)', async () => {
-    const reply = await fetch(`${server.url}/v1/tags/${tag}`, { method: 'DELETE' });
+  it('answers 405 with the Allow header of the route: PUT /v1/tags/x allows GET, PATCH, DELETE (item 18)', async () => {
+    const reply = await fetch(`${server.url}/v1/tags/${tag}`, { method: 'PUT' });
     assert.equal(reply.status, 405);
-    assert.equal(reply.headers.get('allow'), 'GET, PATCH, OPTIONS');
-    assert.match(await reply.text(), /use GET or PATCH/);
+    assert.equal(reply.headers.get('allow'), 'GET, PATCH, DELETE, OPTIONS');
+    assert.match(await reply.text(), /use GET or PATCH or DELETE/);
     const options = await fetch(`${server.url}/v1/tags`, { method: 'OPTIONS' });
     assert.equal(options.status, 204);
     assert.equal(options.headers.get('allow'), 'GET, POST, OPTIONS');
@@ -273,10 +273,22 @@ describe('access control (real server)', () => {
     try {
       assert.equal((await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 })).status, 401);
       assert.equal((await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 }, 'wrong')).status, 401);
+      const added = randomTag();
+      assert.equal((await post(`${server.url}/v1/tags`, { tag: added, step: 5 }, 's3cret')).status, 201);
+      const remove = (token?: string) =>
+        call(`${server.url}/v1/tags/${added}`, {
+          method: 'DELETE',
+          headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+        });
+      assert.equal((await remove()).status, 401);
+      assert.equal((await remove('wrong')).status, 401);
       assert.equal(
-        (await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 5 }, 's3cret')).status,
-        201,
+        (await call(`${server.url}/v1/tags/${added}`, { headers: { authorization: 'Bearer s3cret' } }))
+          .status,
+        200,
+        'not removed',
       );
+      assert.equal((await remove('s3cret')).status, 200);
     } finally {
       await server.close();
     }
@@ -519,5 +531,63 @@ describe('configuration sources (real process)', () => {
     assert.equal(listening.level, 'info');
     assert.equal(typeof listening.time, 'string');
     assert.equal(listening.event, 'listening');
+  });
+});
+
+describe('removing a tag through the admin API', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer(config(tempDir()), silentLogger, systemClock);
+    // Another tag, so the table is never empty (an empty tag list drops no buffer: docs/api.md).
+    assert.equal((await post(`${server.url}/v1/tags`, { tag: randomTag(), step: 10 })).status, 201);
+  });
+  after(() => server.close());
+
+  const idsOf = (reply: { status: number; text: string }): bigint[] => {
+    assert.equal(reply.status, 200, reply.text);
+    return (JSON.parse(reply.text) as { ids: string[] }).ids.map(BigInt);
+  };
+
+  it('removes a tag with DELETE /v1/tags/{tag}: the max_id kept, served no more at once, added again above', async () => {
+    const gone = randomTag();
+    assert.equal((await post(`${server.url}/v1/tags`, { tag: gone, step: 10 })).status, 201);
+    const served: bigint[] = [];
+    for (let i = 0; i < 15; i++) served.push(...idsOf(await call(`${server.url}/v1/segment/${gone}`)));
+    const read = BigInt((await call(`${server.url}/v1/tags/${gone}`)).json().maxId as string);
+    const removed = await call(`${server.url}/v1/tags/${gone}`, { method: 'DELETE' });
+    assert.equal(removed.status, 200, removed.text);
+    // The row's max_id: what the node was granted up to (a preload may have moved it on since).
+    const kept = BigInt(removed.json().maxId as string);
+    assert.deepEqual(removed.json(), { tag: gone, maxId: kept.toString() });
+    assert.ok(kept >= read && kept > 15n, `kept ${kept}`);
+    // This node dropped its buffer before it answered: the tag is gone from every route at once.
+    for (const path of [`/v1/segment/${gone}`, `/v1/tags/${gone}`]) {
+      const reply = await call(`${server.url}${path}`);
+      assert.equal(reply.status, 404, `${path}: ${reply.text}`);
+      assert.equal((reply.json() as { error: { code: string } }).error.code, 'TAG_NOT_FOUND');
+    }
+    assert.ok(!(await call(`${server.url}/db`)).text.includes(gone), '/db lists it no more');
+    assert.ok(!(await call(`${server.url}/cache`)).text.includes(gone), '/cache lists it no more');
+    const again = await call(`${server.url}/v1/tags/${gone}`, { method: 'DELETE' });
+    assert.equal(again.status, 404, again.text);
+    assert.match(again.text, /"TAG_NOT_FOUND".*has no row in leaf_alloc/);
+    // Added again from 1: the row starts at the max_id kept, and so do its IDs.
+    const back = await post(`${server.url}/v1/tags`, { tag: gone, step: 10, start: 1 });
+    assert.equal(back.status, 201, back.text);
+    assert.equal(back.json().maxId, kept.toString());
+    // A node remembers a tag it found missing for 1 s (no flag): 404 until then.
+    let reply = await call(`${server.url}/v1/segment/${gone}`);
+    for (let i = 0; i < 40 && reply.status === 404; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      reply = await call(`${server.url}/v1/segment/${gone}`);
+    }
+    const [next] = idsOf(reply);
+    assert.equal(next, kept);
+    assert.ok(served.every((id) => id < kept));
+    assert.equal(
+      (await call(`${server.url}/v1/tags/bad%09tag`, { method: 'DELETE' })).status,
+      400,
+      'an invalid tag is 400',
+    );
   });
 });

@@ -243,6 +243,132 @@ export function describeSegmentStore(
         assert.deepEqual((await store.advance(plain))?.kind, PLAIN_KIND);
       }));
 
+    it('removes a tag: its row goes, its max_id stays in frond_high_water, and the name added again goes on above it', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 100, start: 1n });
+        const served = [await store.advance(tag), await store.advance(tag, 250)];
+        const top = served[1]?.maxId;
+        assert.equal(top, 351n);
+        assert.equal(await store.removeTag(tag), top, 'the high-water kept is the last grant');
+        assert.equal(await store.tag(tag), undefined);
+        assert.ok(!(await store.listTags()).includes(tag));
+        assert.ok(!(await store.listRows()).some((row) => row.tag === tag));
+        assert.equal(await store.advance(tag), undefined, 'a removed tag advances no more');
+        // Added again from 1 (`frond tag add` without --start): the row starts at the high-water.
+        await store.addTag({ tag, step: 100, start: 1n });
+        assert.equal((await store.tag(tag))?.maxId, top);
+        assert.deepEqual(await store.advance(tag), {
+          maxId: 451n,
+          step: 100,
+          tableStep: 100,
+          kind: PLAIN_KIND,
+        });
+        // Removed again and added above the high-water: the start is taken as it is.
+        assert.equal(await store.removeTag(tag), 451n);
+        await store.addTag({ tag, step: 10, start: 5000n });
+        assert.equal((await store.tag(tag))?.maxId, 5000n);
+        assert.equal((await store.advance(tag))?.maxId, 5010n);
+      }));
+
+    it('keeps the max_id of a tag removed before it served anything, and of a row above its record', (t) =>
+      withStore(t, async (store) => {
+        const fresh = randomTag();
+        await store.addTag({ tag: fresh, step: 10, start: 7000n });
+        assert.equal(await store.removeTag(fresh), 7000n);
+        await store.addTag({ tag: fresh, step: 10, start: 1n });
+        assert.equal((await store.advance(fresh))?.maxId, 7010n);
+      }));
+
+    it('reports TAG_NOT_FOUND when removing a tag without a row, and when removing it twice', (t) =>
+      withStore(t, async (store) => {
+        await assert.rejects(store.removeTag(randomTag()), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        assert.ok(await store.advance(tag));
+        assert.equal(await store.removeTag(tag), 11n);
+        await assert.rejects(store.removeTag(tag), (error) => isFrondError(error, 'TAG_NOT_FOUND'));
+      }));
+
+    it('a removed opaque tag keeps its setting: the name comes back neither plain nor opaque', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        const setting = { domain: 'bits:20', keyCheck: '00112233aabbccdd' };
+        await store.addTag({ tag, step: 10, start: 1n }, setting);
+        assert.ok(await store.advance(tag));
+        assert.equal(await store.removeTag(tag), 11n);
+        assert.deepEqual((await store.listOpaque()).get(tag), setting, 'the setting stays');
+        // Plain: the setting would be joined to the new row, and its IDs are all over the domain.
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), (error) =>
+          isFrondError(error, 'OPAQUE_TAG_FIXED'),
+        );
+        // Opaque, even with the same setting: the name served IDs (opaqueNameUsed).
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }, setting), (error) =>
+          isFrondError(error, 'OPAQUE_TAG_FIXED'),
+        );
+        assert.equal(await store.tag(tag), undefined, 'nothing was created');
+        assert.equal(await store.advance(tag), undefined);
+      }));
+
+    it('a removed plain tag cannot come back opaque', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        await store.removeTag(tag);
+        await assert.rejects(
+          store.addTag({ tag, step: 10, start: 1n }, { domain: 'bits:20', keyCheck: 'k' }),
+          (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
+        );
+        assert.equal(await store.tag(tag), undefined);
+        assert.equal((await store.listOpaque()).has(tag), false);
+      }));
+
+    it('a removal racing advances from another connection: every grant ends at or below what it keeps', (t) =>
+      withStore(t, async (store) => {
+        const other = await open(t);
+        if (other === undefined) return;
+        try {
+          for (let round = 0; round < 3; round++) {
+            const tag = randomTag();
+            await store.addTag({ tag, step: 10, start: 1n });
+            const advances = Array.from({ length: 20 }, (_, i) =>
+              (i % 2 === 0 ? other : store).advance(tag, 1 + (i % 7)),
+            );
+            // The removal is sent among them, after the first few.
+            const removal = new Promise<bigint>((resolve, reject) =>
+              setTimeout(() => store.removeTag(tag).then(resolve, reject), round * 3),
+            );
+            const [kept, ...grants] = await Promise.all([removal, ...advances.map((a) => a.catch((e) => e))]);
+            const before = grants.filter(
+              (g): g is NonNullable<typeof g> => g !== undefined && !(g instanceof Error),
+            );
+            for (const grant of grants)
+              assert.ok(grant === undefined || !(grant instanceof Error), `an advance failed: ${grant}`);
+            for (const grant of before)
+              assert.ok(grant.maxId <= kept, `granted up to ${grant.maxId}, and the removal kept ${kept}`);
+            // Added again: its first range starts at or above every range granted before.
+            await store.addTag({ tag, step: 10, start: 1n });
+            const after = await other.advance(tag);
+            assert.ok(after !== undefined);
+            assert.ok(
+              after.maxId - BigInt(after.step) >= kept,
+              `[${after.maxId - BigInt(after.step)}, ${after.maxId}) below ${kept}`,
+            );
+            const ranges = [...before, after]
+              .map((g) => [g.maxId - BigInt(g.step), g.maxId] as const)
+              .sort((x, y) => (x[0] < y[0] ? -1 : 1));
+            for (let i = 1; i < ranges.length; i++)
+              assert.ok(
+                ((ranges[i - 1] as readonly bigint[])[1] as bigint) <=
+                  ((ranges[i] as readonly bigint[])[0] as bigint),
+                'two grants overlap',
+              );
+          }
+        } finally {
+          await other.close();
+        }
+      }));
+
     if (raw !== undefined) {
       it('refuses an opaque tag under a name that served IDs and whose row was deleted by hand', (t) =>
         withStore(t, async (store) => {

@@ -333,6 +333,9 @@ describe('case variants of one tag on MariaDB (issue 16 item 2)', () => {
         body: JSON.stringify({ step: 7 }),
       });
       assert.equal(patched.status, 404, patched.text);
+      const removed = await call(`${node.url}/v1/tags/${upper}`, { method: 'DELETE' });
+      assert.equal(removed.status, 404, removed.text);
+      assert.equal(codeOf(removed), 'TAG_NOT_FOUND', removed.text);
       assert.equal((await addTag(node, { tag: upper, step: 10 })).status, 409);
       assert.equal(await maxIdOf(db, tag), before, 'a case variant moved max_id');
       assert.equal(String((await db.sql('SELECT step FROM leaf_alloc'))[0]?.step), '1000');

@@ -109,6 +109,23 @@ export const TAG_SET_STEP = command({
   options: STORE_OPTIONS,
 });
 
+export const TAG_REMOVE = command({
+  name: 'tag remove',
+  positionals: ['tag'],
+  summary:
+    "removes a tag's row; the name keeps its high-water, so a tag added again under it starts above what it served",
+  options: [
+    ...STORE_OPTIONS,
+    boolean({
+      name: 'yes',
+      flag: 'yes',
+      default: false,
+      env: false,
+      help: 'remove without asking (needed where stdin is not a terminal)',
+    }),
+  ],
+});
+
 export const DB_INIT = command({
   name: 'db init',
   positionals: [],
@@ -184,6 +201,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   TAG_ADD,
   TAG_LIST,
   TAG_SET_STEP,
+  TAG_REMOVE,
   DB_INIT,
   DB_FENCE,
   DECODE,

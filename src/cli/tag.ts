@@ -1,8 +1,10 @@
 import { FrondError } from '../core/errors.js';
 import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
+import { tagNotFound } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
-import { TAG_ADD, TAG_LIST, TAG_SET_STEP } from './option-table.js';
+import { ask, mustAsk } from './confirm.js';
+import { TAG_ADD, TAG_LIST, TAG_REMOVE, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { commandStore, withStore } from './store-options.js';
 
@@ -21,11 +23,17 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   const start = assertStart(parsed, step);
   const description = settings.description ?? null;
   if (settings.opaque === undefined) {
-    const where = await withStore(choice, async (store) => {
+    const [row, where] = await withStore(choice, async (store) => {
       await store.addTag({ tag, step, start, description });
-      return store.description;
+      return [await store.tag(tag), store.description] as const;
     });
-    out(`added tag ${tag}: first ID ${start}, step ${step} (store ${where})`);
+    // A name that served IDs before (a removed tag) starts at its high-water, not below it.
+    const first = row !== undefined && row.maxId > start ? row.maxId : start;
+    out(
+      first === start
+        ? `added tag ${tag}: first ID ${start}, step ${step} (store ${where})`
+        : `added tag ${tag}: first ID ${first}, not ${start}: the name served IDs below ${first} before it was removed (frond_high_water), step ${step} (store ${where})`,
+    );
     return 0;
   }
   const domain = parseDomain(settings.opaque);
@@ -125,12 +133,43 @@ async function setStep(args: string[], out: (line: string) => void): Promise<num
   return 0;
 }
 
+/**
+ * `frond tag remove TAG [--yes]`: the row deleted, its max_id kept in frond_high_water (and an
+ * opaque tag's setting in frond_tag_options), so the name never comes back below what it served.
+ * Asks first on a terminal; elsewhere only runs with --yes.
+ */
+async function remove(args: string[], out: (line: string) => void): Promise<number> {
+  const { settings, positionals, sources } = parseCommand(TAG_REMOVE, args, { rejectUnknownEnv: true });
+  const tag = assertValidTag(positionals[0] as string);
+  const asking = mustAsk(settings.yes, "'frond tag remove'", `remove ${tag}`);
+  return withStore(commandStore(settings, sources), async (store) => {
+    const entry = await store.tag(tag);
+    if (entry === undefined) throw tagNotFound(tag);
+    if (asking) {
+      const kind = entry.opaque === null ? '' : `, opaque ${entry.opaque.domain}`;
+      const yes = await ask(
+        `remove tag ${tag} (max_id ${entry.maxId}, step ${entry.step}${kind}) from ${store.description}? [y/N] `,
+      );
+      if (!yes) {
+        process.stderr.write(`frond: tag ${tag} not removed\n`);
+        return 1;
+      }
+    }
+    const kept = await store.removeTag(tag);
+    out(
+      `removed tag ${tag} from ${store.description}: max_id ${kept} kept in frond_high_water, so a tag added again under the name starts at ${kept} or above`,
+    );
+    return 0;
+  });
+}
+
 export async function tagCommand(args: string[], out: (line: string) => void): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'add') return add(rest, out);
   if (sub === 'list') return list(rest, out);
   if (sub === 'set-step') return setStep(rest, out);
+  if (sub === 'remove') return remove(rest, out);
   throw usage(
-    `'frond tag' needs add, list or set-step${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['add', 'list', 'set-step'])}`}`,
+    `'frond tag' needs add, list, set-step or remove${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['add', 'list', 'set-step', 'remove'])}`}`,
   );
 }

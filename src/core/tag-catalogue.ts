@@ -37,8 +37,8 @@ export interface NewTag {
  * never a request for IDs.
  *
  * A tag is made opaque only when it is created, its row and its setting in one transaction, and
- * the setting is never changed or removed: so a node that reads a tag's row with its setting in one
- * statement and finds no setting knows the tag is plain for good.
+ * the setting is never changed or removed (not even by `removeTag`): so a node that reads a tag's
+ * row with its setting in one statement and finds no setting knows the tag is plain for good.
  *
  * A new method goes here and into TAG_CATALOGUE_CALLS below (the SQLite worker and the decorators
  * follow from that list), then into the stores that implement it: the SQL base
@@ -61,11 +61,21 @@ export interface TagCatalogue {
    * Inserts a row, and with `opaque` its setting in the same transaction (both or neither). Rejects
    * with TAG_EXISTS if the tag has a row (or a setting), and with OPAQUE_TAG_FIXED where a tag under
    * the name could repeat an ID: a plain tag whose name kept an opaque setting, an opaque tag whose
-   * name served IDs before (`opaqueNameUsed`).
+   * name served IDs before (`opaqueNameUsed`). A name frond_high_water knows (a removed tag, a row
+   * deleted by hand) is inserted at the higher of `start` and its high-water, so the row itself says
+   * where it goes on, for frond's nodes and for Leaf's servers on the same table alike.
    */
   addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void>;
   /** Changes the table's step; rejects with TAG_NOT_FOUND if the tag has no row. */
   setStep(tag: string, step: number): Promise<void>;
+  /**
+   * Deletes the tag's row, in one transaction with its max_id recorded in frond_high_water (the
+   * higher of the two is kept), and leaves its opaque setting in frond_tag_options: the name can
+   * never come back below what it served, nor as another kind (`addTag` starts a plain tag under it
+   * at the high-water, and refuses an opaque one). Resolves the high-water the name keeps: the first
+   * ID of a tag added again under it is that or above. Rejects with TAG_NOT_FOUND without a row.
+   */
+  removeTag(tag: string): Promise<bigint>;
   /** The setting of every opaque tag. */
   listOpaque(): Promise<Map<string, OpaqueSetting>>;
 }
@@ -80,6 +90,7 @@ export const TAG_CATALOGUE_CALLS = [
   'tag',
   'addTag',
   'setStep',
+  'removeTag',
   'listOpaque',
 ] as const satisfies readonly (keyof TagCatalogue)[];
 

@@ -34,8 +34,10 @@ export interface SegmentPrimitive {
   advance(tag: string, step?: number): Promise<FencedAdvance | undefined>;
   /**
    * In one transaction holding the fence row's lock (advances wait for it): raises every tag's
-   * max_id by `skip` (and to `atLeast`), and records this database and a new epoch. When the row
-   * is missing (a database frond never used) it is created without raising anything.
+   * max_id by `skip` (and to `atLeast`), and the record of every removed tag (a name
+   * frond_high_water keeps without a row) likewise, so that a tag added again goes on above what
+   * the database may have lost of it; and records this database and a new epoch. When the row is
+   * missing (a database frond never used) it is created without raising anything.
    */
   fence(request: FenceRequest): Promise<FenceOutcome>;
   close(): Promise<void>;

@@ -1,8 +1,10 @@
+import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import {
   type CataloguedStore,
   type NewTag,
   type OpaqueSetting,
+  opaqueNameUsed,
   type TagEntry,
   type TagRow,
   tagExists,
@@ -39,12 +41,19 @@ export class MemoryStore implements CataloguedStore {
   readonly calls: { tag: string; step: number | undefined }[] = [];
   private pending: Pending[] = [];
   /** frond_tag_options. */
-  readonly opaque = new Map<string, OpaqueSetting>();
+  readonly opaque: Map<string, OpaqueSetting>;
+  /** frond_high_water: the highest max_id granted per tag, and the max_id of a removed tag. */
+  readonly highWater: Map<string, bigint>;
 
   constructor(
     public manual = false,
     readonly rows = new Map<string, MemoryRow>(),
-  ) {}
+    /** Another store's frond tables, so that two stores on one `rows` map share them too. */
+    shared?: MemoryStore,
+  ) {
+    this.opaque = shared?.opaque ?? new Map();
+    this.highWater = shared?.highWater ?? new Map();
+  }
 
   get waiting(): number {
     return this.pending.length;
@@ -72,6 +81,10 @@ export class MemoryStore implements CataloguedStore {
     if (row.maxId > MAX_SEGMENT_ID - BigInt(used)) throw rangeExhausted(tag, row.maxId, used);
     row.maxId += BigInt(used);
     row.updateTime = new Date();
+    // Recorded as the SQL stores record it; unlike them, the next advance goes on from the row even
+    // when it is lower (a row a test lowers by hand), so the core's own checks can be tested.
+    const recorded = this.highWater.get(tag);
+    if (recorded === undefined || recorded < row.maxId) this.highWater.set(tag, row.maxId);
     const setting = this.opaque.get(tag);
     return {
       maxId: row.maxId,
@@ -103,6 +116,13 @@ export class MemoryStore implements CataloguedStore {
       const floor = request.atLeast.get(tag);
       if (floor !== undefined && row.maxId < floor) row.maxId = floor;
     }
+    // A removed tag is raised as well (its record, as the SQL stores raise it).
+    for (const [tag, recorded] of this.highWater) {
+      if (this.rows.has(tag)) continue;
+      const floor = request.atLeast.get(tag);
+      const raised = recorded + request.skip;
+      this.highWater.set(tag, floor !== undefined && floor > raised ? floor : raised);
+    }
     this.fenceRow = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
     return { ...this.fenceRow, fenced: true, tags: this.rows.size };
   }
@@ -122,10 +142,18 @@ export class MemoryStore implements CataloguedStore {
   }
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
-    if (this.rows.has(tag.tag) || (opaque !== undefined && this.opaque.has(tag.tag)))
-      throw tagExists(tag.tag);
+    if (this.rows.has(tag.tag)) throw tagExists(tag.tag);
+    const recorded = this.highWater.get(tag.tag);
+    if (opaque !== undefined) {
+      // As the SQL stores: a name that served IDs is refused as an opaque tag.
+      if (recorded !== undefined) throw opaqueNameUsed(tag.tag);
+      if (this.opaque.has(tag.tag)) throw tagExists(tag.tag);
+    } else if (this.opaque.has(tag.tag)) {
+      throw new FrondError('OPAQUE_TAG_FIXED', `tag ${tag.tag} was an opaque tag; use a new name`);
+    }
     this.rows.set(tag.tag, {
-      maxId: tag.start,
+      // A removed tag goes on from its record.
+      maxId: recorded !== undefined && recorded > tag.start ? recorded : tag.start,
       step: tag.step,
       description: tag.description ?? null,
       updateTime: new Date(),
@@ -138,6 +166,16 @@ export class MemoryStore implements CataloguedStore {
     if (row === undefined) throw tagNotFound(tag);
     row.step = step;
     row.updateTime = new Date();
+  }
+
+  async removeTag(tag: string): Promise<bigint> {
+    const row = this.rows.get(tag);
+    if (row === undefined) throw tagNotFound(tag);
+    this.rows.delete(tag);
+    const recorded = this.highWater.get(tag);
+    const kept = recorded !== undefined && recorded > row.maxId ? recorded : row.maxId;
+    this.highWater.set(tag, kept);
+    return kept;
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {

@@ -109,7 +109,7 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       path: '/v1/tags/{tag}',
       label: 'admin',
       access: 'admin',
-      methods: { GET: ops.getTag, PATCH: ops.patchTag },
+      methods: { GET: ops.getTag, PATCH: ops.patchTag, DELETE: ops.removeTag },
     },
     {
       path: '/v1/opaque/decode/{tag}',

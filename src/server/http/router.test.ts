@@ -83,6 +83,7 @@ const OPS_KEYS: (keyof OpsHandlers)[] = [
   'addTag',
   'getTag',
   'patchTag',
+  'removeTag',
 ];
 
 describe('the router', () => {
@@ -145,6 +146,9 @@ describe('the router', () => {
     assert.equal(guarded('DELETE', '/v1/tags').error, 'UNAUTHORIZED');
     assert.equal(guarded('DELETE', '/v1/tags', 'Bearer admin').error, 'METHOD_NOT_ALLOWED');
     assert.equal(guarded('POST', '/v1/tags', 'Bearer admin').handler, 'addTag');
+    assert.equal(guarded('DELETE', '/v1/tags/a').error, 'UNAUTHORIZED');
+    assert.equal(guarded('DELETE', '/v1/tags/a', 'Bearer wrong').error, 'UNAUTHORIZED');
+    assert.equal(guarded('DELETE', '/v1/tags/a', 'Bearer admin').handler, 'removeTag');
     assert.equal(guarded('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
     assert.equal(guarded('GET', '/v1/segment/a').error, 'UNAUTHORIZED');
     assert.equal(guarded('GET', '/v1/segment/a?token=id-token').handler, 'v1Segment');

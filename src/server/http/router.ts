@@ -8,7 +8,7 @@ import { methodNotAllowed } from './responses.js';
 /** `param` is the path after the route's prefix (`''` for a route without `{…}`); `query` has no `?`. */
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, param: string, query: string) => void;
 
-export type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH';
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
  * Who may call a route: anyone, a holder of an ID token (`--token`, when any is set), or the admin

@@ -183,3 +183,17 @@ export async function patchTag(
   if (entry === undefined) throw tagNotFound(tag);
   return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
 }
+
+/**
+ * `DELETE /v1/tags/{tag}`: the row deleted, its max_id kept in frond_high_water (and an opaque
+ * tag's setting in frond_tag_options), so the name never comes back below what it served. Answers
+ * the max_id kept: a tag added again under the name starts there or above.
+ */
+export async function removeTag(
+  store: TagCatalogue,
+  rawTag: string,
+): Promise<{ tag: string; maxId: string }> {
+  const tag = assertValidTag(rawTag);
+  const kept = await store.removeTag(tag);
+  return { tag, maxId: kept.toString() };
+}

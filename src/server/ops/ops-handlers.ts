@@ -9,7 +9,7 @@ import { readBody } from '../http/request-body.js';
 import { sendHtml, sendJson } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import type { OpaqueTags } from '../opaque/opaque-tags.js';
-import { addTag, opaqueJson, patchTag, tagJson } from './admin-api.js';
+import { addTag, opaqueJson, patchTag, removeTag, tagJson } from './admin-api.js';
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
 import type { Metrics } from './metrics.js';
 import type { Readiness } from './readiness.js';
@@ -37,6 +37,7 @@ export interface OpsHandlers {
   addTag: RouteHandler;
   getTag: RouteHandler;
   patchTag: RouteHandler;
+  removeTag: RouteHandler;
   decodeOpaque: RouteHandler;
 }
 
@@ -119,6 +120,19 @@ export function createOpsHandlers(
       readBody(req)
         .then((body) => patchTag(target, tag, body, opaque))
         .then((row) => sendJson(res, 200, row), fail(res));
+    },
+
+    // This node reads its tag list again before it answers, which drops the tag's buffer (what it
+    // held is a gap, never served again); the other nodes do at their next refresh.
+    removeTag(_req, res, raw) {
+      const tag = decodeTagPath(raw);
+      const target = store();
+      removeTag(target, tag)
+        .then(async (removed) => {
+          await segment?.refresh();
+          sendJson(res, 200, removed);
+        })
+        .catch(fail(res));
     },
 
     // Support tooling: the segment ID (position in the tag's sequence) behind an opaque ID.

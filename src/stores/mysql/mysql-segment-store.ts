@@ -126,6 +126,17 @@ type AdvanceOutcome =
 const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ${INT}, ${INT}, ?)`;
 
 /**
+ * A plain tag's row: a name frond_high_water knows (a removed tag) starts at its record when the
+ * start is below it (`TagCatalogue.addTag`). The tag, the start, the tag, the start, the step and
+ * the description.
+ */
+const INSERT_PLAIN_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+  VALUES (?, GREATEST(${INT}, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), ${INT})), ${INT}, ?)`;
+
+/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
+
+/**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
  * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart (the rules around
  * the statements are SqlStore's). Every operation runs on a pooled connection under a deadline
@@ -293,12 +304,23 @@ class MysqlDialect implements SqlDialect {
           `UPDATE leaf_alloc SET max_id = CASE WHEN ${FENCE_FLOOR} > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE ${FENCE_FLOOR} + ${INT} END`,
           [skip, skip],
         );
+        // A removed tag (a name frond_high_water keeps without a row) is raised as well: added
+        // again, it goes on from there, above what the database may have lost of it.
+        await sql(
+          `UPDATE frond_high_water h SET h.max_id = CASE WHEN h.max_id > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE h.max_id + ${INT} END WHERE ${ROW_GONE}`,
+          [skip, skip],
+        );
         for (const [tag, maxId] of request.atLeast) {
+          const floor = maxId.toString();
           await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE biz_tag = ? AND max_id < ${INT}`, [
-            maxId.toString(),
+            floor,
             tag,
-            maxId.toString(),
+            floor,
           ]);
+          await sql(
+            `UPDATE frond_high_water h SET h.max_id = ${INT} WHERE h.biz_tag = ? AND h.max_id < ${INT} AND ${ROW_GONE}`,
+            [floor, tag, floor],
+          );
         }
         const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
         await sql(
@@ -315,7 +337,8 @@ class MysqlDialect implements SqlDialect {
    * name: a setting is never removed, so one whose leaf_alloc row was deleted by hand would be
    * joined to the new row, and the tag served as opaque. The check matches names as the join does
    * (by the column's collation), so it refuses exactly the rows the join would find a setting for;
-   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS.
+   * a name whose row is there (the same key) is left to the insert, which answers TAG_EXISTS. A name
+   * frond_high_water knows starts at its record when the start is below it (INSERT_PLAIN_ROW).
    *
    * An opaque tag's setting and row in one transaction: a name frond_high_water knows and
    * leaf_alloc no longer holds served plain IDs (opaqueNameUsed); a row that is there fails the
@@ -331,7 +354,15 @@ class MysqlDialect implements SqlDialect {
           [tag.tag, tag.tag],
         );
         if ((kept as unknown[]).length > 0) throw opaqueSettingKept(tag.tag);
-        await sql(INSERT_ROW, rowValues(tag));
+        const start = tag.start.toString();
+        await sql(INSERT_PLAIN_ROW, [
+          tag.tag,
+          start,
+          tag.tag,
+          start,
+          String(tag.step),
+          tag.description ?? null,
+        ]);
       });
     return this.connections.transaction('addOpaqueTag', async (sql) => {
       const [used] = await sql(
@@ -347,6 +378,27 @@ class MysqlDialect implements SqlDialect {
       ]);
       await sql(INSERT_ROW, rowValues(tag));
     });
+  }
+
+  /**
+   * The row locked first, as an advance locks it (LOCK_ROW: an advance in flight commits before,
+   * and one after finds no row), its max_id recorded as an advance records it (the higher of the
+   * two kept), the row deleted, and the record read back: one transaction.
+   */
+  deleteTag(tag: string): Promise<bigint | undefined> {
+    return this.withDeadlockRetry(() =>
+      this.connections.transaction('removeTag', async (sql) => {
+        const [locked] = await sql(LOCK_ROW, [tag, tag]);
+        if ((locked as unknown[]).length === 0) return undefined;
+        await sql(RECORD_HIGH_WATER, [tag, tag]);
+        await sql(`DELETE FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [tag, tag]);
+        const [kept] = await sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ?', [tag]);
+        const row = (kept as { max_id: string }[])[0];
+        if (row === undefined)
+          throw new Error(`frond_high_water has no row for ${tag} right after recording it`);
+        return BigInt(row.max_id);
+      }),
+    );
   }
 
   /** ER_NO_SUCH_TABLE (1146), from the driver or as the cause of a store error. */

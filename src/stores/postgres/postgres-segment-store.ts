@@ -116,12 +116,15 @@ interface AdvanceRow {
 
 /**
  * A plain tag's row, in one statement: nothing is inserted for a name whose opaque setting is still
- * in frond_tag_options without a row (the row was deleted by hand): its opaque IDs are spread over
- * the whole domain, and a plain tag under that name could repeat one of them. A row that is there
- * fails the insert: TAG_EXISTS.
+ * in frond_tag_options without a row (a removed tag, or a row deleted by hand): its opaque IDs are
+ * spread over the whole domain, and a plain tag under that name could repeat one of them. A row
+ * that is there fails the insert: TAG_EXISTS. A name frond_high_water knows starts at its record
+ * when the start is below it (`TagCatalogue.addTag`).
  */
 const INSERT_PLAIN = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
-  SELECT $1::varchar, $2::bigint, $3::integer, $4::varchar
+  SELECT $1::varchar,
+         GREATEST($2::bigint, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1::varchar), $2::bigint)),
+         $3::integer, $4::varchar
    WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
       OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`;
 
@@ -134,6 +137,19 @@ const INSERT_OPAQUE = `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque
     SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar)
        OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) RETURNING biz_tag)
   INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`;
+
+/**
+ * `removeTag` in one statement, so one transaction: the row is deleted (after any advance that
+ * holds its lock commits: the DELETE then takes the row as that advance left it) and its max_id
+ * recorded in frond_high_water, the higher of the two kept, as an advance records it. No row, no
+ * answer row.
+ */
+const DELETE_TAG = `WITH gone AS (
+  DELETE FROM leaf_alloc WHERE biz_tag = $1 RETURNING biz_tag, max_id
+)
+INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM gone
+  ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
+  RETURNING max_id`;
 
 /** PostgreSQL's undefined_table, undefined_column and unique_violation. */
 const UNDEFINED_TABLE = '42P01';
@@ -243,6 +259,12 @@ class PostgresDialect implements SqlDialect {
       throw opaque === undefined ? opaqueSettingRemains(tag.tag) : opaqueNameUsed(tag.tag);
   }
 
+  async deleteTag(tag: string): Promise<bigint | undefined> {
+    const result = await this.connections.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+    const row = result.rows[0];
+    return row === undefined ? undefined : BigInt(row.max_id);
+  }
+
   isMissingTable(error: unknown): boolean {
     return sqlState(error) === UNDEFINED_TABLE;
   }
@@ -263,6 +285,9 @@ class PostgresDialect implements SqlDialect {
 /** A row's floor in the fence's UPDATE: its max_id, or the high-water recorded above it. */
 const FENCE_FLOOR =
   'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
+
+/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
 
 /** The fence, in the caller's transaction. */
 async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
@@ -293,12 +318,26 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
     `UPDATE leaf_alloc SET max_id = CASE WHEN ${FENCE_FLOOR} > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE ${FENCE_FLOOR} + $1::bigint END, update_time = CURRENT_TIMESTAMP`,
     [request.skip.toString()],
   );
+  // A removed tag (a name frond_high_water keeps without a row) is raised as well: added again, it
+  // goes on from there, above what the database may have lost of it.
+  await client.query(
+    `UPDATE frond_high_water h SET max_id = CASE WHEN h.max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE h.max_id + $1::bigint END
+      WHERE ${ROW_GONE}`,
+    [request.skip.toString()],
+  );
   if (request.atLeast.size > 0) {
+    const atLeast = [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)];
     await client.query(
       `UPDATE leaf_alloc l SET max_id = f.max_id, update_time = CURRENT_TIMESTAMP
          FROM unnest($1::text[], $2::bigint[]) AS f(biz_tag, max_id)
         WHERE l.biz_tag = f.biz_tag AND l.max_id < f.max_id`,
-      [[...request.atLeast.keys()], [...request.atLeast.values()].map(String)],
+      atLeast,
+    );
+    await client.query(
+      `UPDATE frond_high_water h SET max_id = f.max_id
+         FROM unnest($1::text[], $2::bigint[]) AS f(biz_tag, max_id)
+        WHERE h.biz_tag = f.biz_tag AND h.max_id < f.max_id AND ${ROW_GONE}`,
+      atLeast,
     );
   }
   const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;

@@ -22,8 +22,8 @@ export interface SqlResult {
 /**
  * What one database server supplies to `SqlStore`: its connections, the parts of its statements
  * that differ, its advance and fence transactions, its inserts and its error codes. The rules
- * around them (errors named after the store, the table check and its retry, TAG_EXISTS, the
- * catalogue's reads and setStep) are SqlStore's, written once.
+ * around them (errors named after the store, the table check and its retry, TAG_EXISTS,
+ * TAG_NOT_FOUND, the catalogue's reads and setStep) are SqlStore's, written once.
  */
 export interface SqlDialect {
   /** `postgres://user@host:port/db`, without the password. */
@@ -54,6 +54,12 @@ export interface SqlDialect {
    * (OPAQUE_TAG_FIXED); a duplicate key is thrown as the driver's error (`isDuplicateKey`).
    */
   insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void>;
+  /**
+   * The row deleted and its max_id recorded in frond_high_water (the higher of the two kept), in one
+   * transaction that locks the row as an advance does; resolves what frond_high_water then holds for
+   * the name, or undefined when there was no row (nothing written).
+   */
+  deleteTag(tag: string): Promise<bigint | undefined>;
   /** A statement that failed because a table is missing, and so changed nothing. */
   isMissingTable(error: unknown): boolean;
   isMissingColumn(error: unknown): boolean;
@@ -130,6 +136,12 @@ export class SqlStore implements OpenedStore {
       [String(step), ...where.values],
     );
     if (count === 0) throw tagNotFound(tag);
+  }
+
+  async removeTag(tag: string): Promise<bigint> {
+    const kept = await this.operate(() => this.dialect.deleteTag(tag));
+    if (kept === undefined) throw tagNotFound(tag);
+    return kept;
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {

@@ -78,6 +78,9 @@ const floorOf = (tag: string) =>
   `max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), max_id))`;
 const FLOOR = floorOf('@tag');
 
+/** The frond_high_water row being written has no row in leaf_alloc: a removed tag. */
+const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = frond_high_water.biz_tag)';
+
 interface RawRow {
   biz_tag: string;
   max_id: bigint;
@@ -183,6 +186,14 @@ export class SqliteDatabase implements SqliteCalls {
         )
         .safeIntegers(true),
       insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
+      // A plain tag's row: a name frond_high_water knows (a removed tag) starts at its record when
+      // the start is below it (`TagCatalogue.addTag`).
+      insertPlain: db.prepare(
+        `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+           VALUES (@tag, max(@start, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = @tag), @start)), @step, @description)`,
+      ),
+      remove: db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?'),
+      highWater: db.prepare('SELECT max_id FROM frond_high_water WHERE biz_tag = ?').safeIntegers(true),
       setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
       opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
       insertOptions: db.prepare(
@@ -199,6 +210,14 @@ export class SqliteDatabase implements SqliteCalls {
       ),
       raiseTo: db.prepare(
         'UPDATE leaf_alloc SET max_id = @maxId, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id < @maxId',
+      ),
+      // A removed tag (a name frond_high_water keeps without a row) is raised as well: added again,
+      // it goes on from there, above what the file may have lost of it.
+      raiseRemoved: db.prepare(
+        `UPDATE frond_high_water SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - @skip THEN ${MAX_SEGMENT_ID} ELSE max_id + @skip END WHERE ${ROW_GONE}`,
+      ),
+      raiseRemovedTo: db.prepare(
+        `UPDATE frond_high_water SET max_id = @maxId WHERE biz_tag = @tag AND max_id < @maxId AND ${ROW_GONE}`,
       ),
     };
   }
@@ -249,7 +268,11 @@ export class SqliteDatabase implements SqliteCalls {
         if (found > request.observedEpoch)
           return { epoch: found, identity: row.identity, fenced: false, tags: 0 };
         const tags = this.statements.raiseAll.run({ skip: request.skip }).changes;
-        for (const [tag, maxId] of request.atLeast) this.statements.raiseTo.run({ tag, maxId });
+        this.statements.raiseRemoved.run({ skip: request.skip });
+        for (const [tag, maxId] of request.atLeast) {
+          this.statements.raiseTo.run({ tag, maxId });
+          this.statements.raiseRemovedTo.run({ tag, maxId });
+        }
         const epoch = Math.max(found, request.aboveEpoch) + 1;
         this.statements.setFence.run(BigInt(epoch));
         return { epoch, identity: row.identity, fenced: true, tags };
@@ -323,7 +346,14 @@ export class SqliteDatabase implements SqliteCalls {
               throw opaqueNameUsed(tag.tag);
             this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
           }
-          this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+          if (opaque === undefined)
+            this.statements.insertPlain.run({
+              tag: tag.tag,
+              start: tag.start,
+              step: tag.step,
+              description: tag.description ?? null,
+            });
+          else this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
         })
         .immediate();
     } catch (error) {
@@ -333,6 +363,29 @@ export class SqliteDatabase implements SqliteCalls {
 
   setStep(tag: string, step: number): void {
     if (this.statements.setStep.run(step, tag).changes === 0) throw tagNotFound(tag);
+  }
+
+  /**
+   * One IMMEDIATE transaction, so no advance of any process on the file runs beside it: the row's
+   * max_id recorded in frond_high_water (the higher of the two kept), the row deleted, the record
+   * read back. Its setting stays in frond_tag_options.
+   */
+  removeTag(tag: string): bigint {
+    return this.db
+      .transaction((): bigint => {
+        const row = this.statements.readGrant.get(tag) as GrantRow | undefined;
+        if (row === undefined) throw tagNotFound(tag);
+        if (typeof row.max_id !== 'bigint') {
+          throw new FrondError(
+            'INVALID_CONFIG',
+            `tag ${tag} has max_id ${String(row.max_id)} in leaf_alloc, which is not an integer; set an integer max_id, then remove it`,
+          );
+        }
+        this.statements.record.run(tag, row.max_id);
+        this.statements.remove.run(tag);
+        return (this.statements.highWater.get(tag) as { max_id: bigint }).max_id;
+      })
+      .immediate();
   }
 
   listOpaque(): Map<string, OpaqueSetting> {
