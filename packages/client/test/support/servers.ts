@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FrondProcess, runFrond, startFrond, tempDir } from '../../../../test/support/frond-process.js';
 
@@ -6,7 +7,11 @@ export { tempDir };
 
 /** A SQLite file that several `frond serve` processes share, so their segment ranges never overlap. */
 export function sharedStore(): string {
-  return `sqlite:${join(tempDir('frond-client-db-'), 'frond.db')}`;
+  const file = join(tempDir('frond-client-db-'), 'frond.db');
+  // The tag commands never make a store (`frond db init` does): an empty file is an empty SQLite
+  // database, which the first command to open it fills with the tables.
+  writeFileSync(file, '');
+  return `sqlite:${file}`;
 }
 
 /** `frond tag add TAG --store STORE --step STEP` (a small step makes the servers load often). */
