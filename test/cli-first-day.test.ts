@@ -3,26 +3,14 @@
 // work says why in one line before it writes anything, and the small comforts (-p, -v, readable
 // logs on a terminal). Each runs the real executable, on a real terminal (script(1)) where it matters.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { FROND_BIN, runFrond, startFrond, tempDir } from './support/frond-process.js';
-
-/** A failed command says what to fix on one line, with no stack trace. */
-function assertOneLineError(
-  result: { code: number | null; stderr: string },
-  code: number,
-  pattern: RegExp,
-): void {
-  assert.equal(result.code, code, result.stderr);
-  const lines = result.stderr.trim().split('\n');
-  assert.equal(lines.length, 1, result.stderr);
-  assert.match(lines[0] ?? '', pattern);
-  assert.doesNotMatch(result.stderr, /\n\s+at /);
-}
+import { assertOneLineError, FROND_BIN, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import { onTerminal, type Running, watch } from './support/terminal.js';
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
@@ -62,82 +50,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-interface Running {
-  /** Everything printed so far, as a person reads it: no carriage returns, no cursor moves. */
-  output(): string;
-  write(text: string): void;
-  signal(signal: NodeJS.Signals): void;
-  /** Resolves with the output once it matches; rejects if the process ends first or after `timeoutMs`. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
-  /** The exit code, SIGKILL after `timeoutMs` (then null). */
-  exit(timeoutMs?: number): Promise<number | null>;
-}
-
-function watch(child: ChildProcess): Running {
-  let text = '';
-  const listeners = new Set<() => void>();
-  const take = (chunk: Buffer) => {
-    // Without carriage returns and the terminal's escapes (readline moves the cursor).
-    text += chunk
-      .toString()
-      .replace(/\r/g, '')
-      .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, 'g'), '');
-    for (const listener of listeners) listener();
-  };
-  child.stdout?.on('data', take);
-  child.stderr?.on('data', take);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    output: () => text,
-    write: (input) => child.stdin?.write(input),
-    signal: (signal) => child.kill(signal),
-    waitFor: (pattern, timeoutMs = 60_000) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          if (!pattern.test(text)) return;
-          done();
-          resolve(text);
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`no ${pattern} in ${timeoutMs} ms:\n${text}`));
-        }, timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          listeners.delete(check);
-        };
-        listeners.add(check);
-        void exited.then(() => {
-          if (!listeners.has(check)) return;
-          done();
-          reject(new Error(`ended before ${pattern}:\n${text}`));
-        });
-        check();
-      }),
-    exit: async (timeoutMs = 30_000) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
-}
-
-const quoted = (words: string[]) => words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
-
-/** `frond ARGS` on a terminal of its own (script(1) gives it a pty); what is written is typed at it. */
-function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Running {
-  const command = `exec ${quoted([process.execPath, FROND_BIN, ...args])}`;
-  return watch(
-    spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    }),
-  );
 }
 
 /** `frond ARGS` with its output in pipes, as under a supervisor. */

@@ -4,20 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SERVE_OPTIONS } from '../src/cli/option-table.js';
 import { parseServeArgs } from '../src/cli/serve.js';
-import { runFrond, tempDir } from './support/frond-process.js';
-
-/** A failed command says what to fix on one line, with no stack trace. */
-function assertOneLineError(
-  result: { code: number | null; stderr: string },
-  code: number,
-  pattern: RegExp,
-): void {
-  assert.equal(result.code, code, result.stderr);
-  const lines = result.stderr.trim().split('\n');
-  assert.equal(lines.length, 1, result.stderr);
-  assert.match(lines[0] ?? '', pattern);
-  assert.doesNotMatch(result.stderr, /\n\s+at /);
-}
+import { assertOneLineError, runFrond, tempDir } from './support/frond-process.js';
 
 describe('frond CLI', () => {
   it('adds, lists and changes tags; a second add of the same tag fails with one line', async () => {

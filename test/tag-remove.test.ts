@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import type { OpenedStore } from '../src/stores/store-backend.js';
@@ -7,7 +6,6 @@ import { openStore } from '../src/stores/store-registry.js';
 import { backendSkip } from './support/backend-filter.js';
 import {
   type CommandResult,
-  FROND_BIN,
   type FrondProcess,
   runFrond,
   startFrond,
@@ -15,6 +13,7 @@ import {
 } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
 import { unjournaled } from './support/store-views.js';
+import { onTerminal } from './support/terminal.js';
 import { testDatabase } from './support/test-database.js';
 
 // `frond tag remove` (issue 25, item 9): a removed name never comes back below what it served.
@@ -213,13 +212,10 @@ describe('frond tag remove asks first', { timeout: 120_000 }, () => {
     assert.equal(twice.code, 1, twice.stderr);
   });
 
-  // `script` runs the command on a pseudo-terminal and passes it what the test types.
-  const noScript = spawnSync('script', ['--version']).status !== 0 && 'script (util-linux) is not installed';
-
-  it('asks y/N on a terminal: anything but y or yes leaves the tag', { skip: noScript }, async () => {
+  it('asks y/N on a terminal: anything but y or yes leaves the tag', async () => {
     const { tag, store } = await newStore();
     for (const answer of ['n', '', 'yess', 'nope']) {
-      const result = await onTerminal(['tag', 'remove', tag, ...store], `${answer}\n`);
+      const result = await typed(['tag', 'remove', tag, ...store], `${answer}\n`);
       assert.equal(result.code, 1, result.output);
       assert.match(
         result.output,
@@ -228,7 +224,7 @@ describe('frond tag remove asks first', { timeout: 120_000 }, () => {
       assert.match(result.output, new RegExp(`frond: tag ${tag} not removed`));
       assert.ok(await present(tag, store), `removed on ${JSON.stringify(answer)}`);
     }
-    const result = await onTerminal(['tag', 'remove', tag, ...store], 'Y\n');
+    const result = await typed(['tag', 'remove', tag, ...store], 'Y\n');
     assert.equal(result.code, 0, result.output);
     assert.match(
       result.output,
@@ -236,35 +232,16 @@ describe('frond tag remove asks first', { timeout: 120_000 }, () => {
     );
     assert.ok(!(await present(tag, store)));
     // Without a row, nothing is asked.
-    const missing = await onTerminal(['tag', 'remove', tag, ...store], '');
+    const missing = await typed(['tag', 'remove', tag, ...store], '');
     assert.equal(missing.code, 1);
     assert.doesNotMatch(missing.output, /\[y\/N\]/);
   });
 });
 
-/** `frond ARGS` on a pseudo-terminal (`script`), `input` typed into it; its exit code and everything it showed. */
-function onTerminal(args: string[], input: string): Promise<{ code: number | null; output: string }> {
-  const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
-  const command = [process.execPath, FROND_BIN, ...args].map(quote).join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`frond ${args.join(' ')} on a terminal did not finish:\n${output}`));
-    }, 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-    child.stdin.end(input);
-  });
+/** `frond ARGS` on a terminal with `input` typed at it: its exit code and everything it showed. */
+async function typed(args: string[], input: string): Promise<{ code: number | null; output: string }> {
+  const running = onTerminal(args);
+  running.write(input);
+  const code = await running.exit(60_000);
+  return { code, output: running.output() };
 }

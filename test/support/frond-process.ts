@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -128,4 +129,17 @@ export function runNode(
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** A failed command says what to fix on one line, with the exit code `code` and no stack trace. */
+export function assertOneLineError(
+  result: { code: number | null; stderr: string },
+  code: number,
+  pattern: RegExp,
+): void {
+  assert.equal(result.code, code, result.stderr);
+  const lines = result.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, result.stderr);
+  assert.match(lines[0] ?? '', pattern);
+  assert.doesNotMatch(result.stderr, /\n\s+at /);
 }

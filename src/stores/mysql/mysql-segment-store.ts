@@ -7,6 +7,7 @@ import { kindOf } from '../../core/tag-kind.js';
 import { errorCode, INT, MysqlConnections } from '../../sql/mysql-connections.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import { FENCE_FLOOR, ROW_GONE } from '../sql/fence-sql.js';
 import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
@@ -54,10 +55,6 @@ export const MYSQL_FROND_DDL = [
  */
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
-
-/** A row's floor in the fence's UPDATE: its max_id, or the high-water recorded above it. */
-const FENCE_FLOOR =
-  'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
 
 /** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
@@ -132,9 +129,6 @@ const INSERT_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) 
  */
 const INSERT_PLAIN_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
   VALUES (?, GREATEST(${INT}, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?), ${INT})), ${INT}, ?)`;
-
-/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
-const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
 
 /**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own

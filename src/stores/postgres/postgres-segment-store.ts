@@ -7,6 +7,7 @@ import { kindOf } from '../../core/tag-kind.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import { FENCE_FLOOR, ROW_GONE } from '../sql/fence-sql.js';
 import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
 
 /**
@@ -281,13 +282,6 @@ class PostgresDialect implements SqlDialect {
     return this.connections.end();
   }
 }
-
-/** A row's floor in the fence's UPDATE: its max_id, or the high-water recorded above it. */
-const FENCE_FLOOR =
-  'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
-
-/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
-const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';
 
 /** The fence, in the caller's transaction. */
 async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<FenceOutcome> {
