@@ -31,10 +31,12 @@ describe("the README's install steps: from a git URL", () => {
     t.diagnostic(`npm install from a git URL: ${Date.now() - started} ms`);
     const frond = join(app, 'node_modules/.bin/frond');
     assert.equal((await runNode([frond, 'version'], { timeoutMs: 30_000 })).stdout.trim(), VERSION);
-    // A tag in a SQLite file: better-sqlite3's binary loads in the installed package.
-    const added = await runNode([frond, 'tag', 'add', 'order', '--data-dir', join(work, 'data')], {
-      timeoutMs: 30_000,
-    });
+    // A tag in a SQLite file: better-sqlite3's binary loads in the installed package. The tag
+    // commands never make a store: `db init` does.
+    const data = ['--data-dir', join(work, 'data')];
+    const created = await runNode([frond, 'db', 'init', ...data], { timeoutMs: 30_000 });
+    assert.equal(created.code, 0, created.stderr);
+    const added = await runNode([frond, 'tag', 'add', 'order', ...data], { timeoutMs: 30_000 });
     assert.equal(added.code, 0, added.stderr);
   });
 });
