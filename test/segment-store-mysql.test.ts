@@ -33,6 +33,12 @@ const raw: RawTable = {
     const db = await database.open(t);
     if (db) await fenceByHand(openStore(db.url), skip);
   },
+  async holdHighWater(t, tag) {
+    return (await database.open(t))?.hold(
+      'SELECT max_id FROM frond_high_water WHERE biz_tag = ? FOR UPDATE',
+      [tag],
+    );
+  },
 };
 
 describeSegmentStore(

@@ -23,6 +23,12 @@ const raw: RawTable = {
     const db = await database.open(t);
     if (db) await fenceByHand(openStore(db.url), skip);
   },
+  async holdHighWater(t, tag) {
+    return (await database.open(t))?.hold(
+      'SELECT max_id FROM frond_high_water WHERE biz_tag = $1 FOR UPDATE',
+      [tag],
+    );
+  },
 };
 
 describeSegmentStore(

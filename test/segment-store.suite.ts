@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isFrondError } from '../src/core/errors.js';
-import type { CataloguedStore } from '../src/core/tag-catalogue.js';
+import type { CataloguedStore, OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
@@ -12,6 +13,12 @@ export interface RawTable {
   insertRow(t: TestContext, tag: string, maxId: bigint, step: number): Promise<void>;
   /** `frond db fence --fence-skip SKIP` on the same database (every tag on it is raised). */
   fence?(t: TestContext, skip: bigint): Promise<void>;
+  /**
+   * The tag's frond_high_water row locked by another connection (`SELECT … FOR UPDATE` left open)
+   * until the returned function commits; for the races a lock wait makes certain. A store whose
+   * writers never interleave (one SQLite file, one writer at a time) has none.
+   */
+  holdHighWater?(t: TestContext, tag: string): Promise<(() => Promise<void>) | undefined>;
 }
 
 /**
@@ -368,6 +375,61 @@ export function describeSegmentStore(
           await other.close();
         }
       }));
+
+    const hold = raw?.holdHighWater;
+    if (hold !== undefined) {
+      // The removal waits on the high-water row after deleting the tag's row, and the add is sent
+      // meanwhile: an add that checked a snapshot still holding the row, then waited for the
+      // removal to commit, went through (seen on PostgreSQL: both succeeded, and a name that served
+      // plain IDs became opaque, or a plain row joined the opaque setting of a removed tag).
+      const race = async (
+        t: TestContext,
+        before: OpaqueSetting | undefined,
+        after: OpaqueSetting | undefined,
+      ) =>
+        withStore(t, async (store) => {
+          const other = await open(t);
+          if (other === undefined) return;
+          try {
+            const tag = randomTag();
+            await store.addTag({ tag, step: 10, start: 1n }, before);
+            assert.ok(await store.advance(tag));
+            const release = await hold(t, tag);
+            if (release === undefined) return;
+            const settle = <T>(p: Promise<T>) =>
+              p.then(
+                (value) => ({ value }),
+                (error: unknown) => ({ error }),
+              );
+            let removal: Promise<{ value: bigint } | { error: unknown }>;
+            let adding: Promise<{ value: unknown } | { error: unknown }>;
+            try {
+              removal = settle(store.removeTag(tag));
+              await sleep(300);
+              adding = settle(other.addTag({ tag, step: 10, start: 1n }, after));
+              await sleep(300);
+            } finally {
+              await release();
+            }
+            const [removed, added] = await Promise.all([removal, adding]);
+            assert.ok('value' in removed, `the removal failed: ${(removed as { error: unknown }).error}`);
+            assert.equal(removed.value, 11n);
+            assert.ok(
+              'error' in added && isFrondError(added.error, 'OPAQUE_TAG_FIXED'),
+              `the add of the removed name answered ${'error' in added ? added.error : 'success'}`,
+            );
+            assert.equal(await store.tag(tag), undefined, 'nothing was created');
+            assert.equal((await store.listOpaque()).has(tag), before !== undefined);
+          } finally {
+            await other.close();
+          }
+        });
+      const setting = { domain: 'bits:20', keyCheck: '00112233aabbccdd' };
+      it('a plain tag removed while its name is added as opaque: the add is refused', (t) =>
+        race(t, undefined, setting));
+      it('an opaque tag removed while its name is added as plain: the add is refused', (t) =>
+        race(t, setting, undefined));
+    }
 
     if (raw !== undefined) {
       it('refuses an opaque tag under a name that served IDs and whose row was deleted by hand', (t) =>

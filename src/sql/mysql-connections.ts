@@ -113,6 +113,29 @@ export class MysqlConnections {
   }
 
   /**
+   * `transaction`, holding the named lock (GET_LOCK) from before it starts until after it commits:
+   * the transaction's first read then sees everything that another holder of the lock committed.
+   * A session's lock outlives its transaction, so it is released by hand after COMMIT; a
+   * connection destroyed on failure releases it with the session. `lockName` is at most 64
+   * characters (MySQL's limit).
+   */
+  exclusiveTransaction<T>(what: string, lockName: string, operation: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.onConnection(async (connection) => {
+      // Within the query deadline (whole seconds for GET_LOCK), so a holder that hangs fails this
+      // call in time rather than at the deadline with the lock still wanted.
+      const waitSeconds = Math.max(1, Math.floor(this.queryTimeoutMs / 2000));
+      const [rows] = await send(connection, 'SELECT GET_LOCK(?, ?) AS got', [lockName, String(waitSeconds)]);
+      if (Number((rows as { got: unknown }[])[0]?.got) !== 1)
+        throw new Error(`${what}: lock ${lockName} still held by another connection after ${waitSeconds} s`);
+      await send(connection, 'START TRANSACTION');
+      const value = await operation((text, values) => send(connection, text, values));
+      await send(connection, 'COMMIT');
+      await send(connection, 'DO RELEASE_LOCK(?)', [lockName]);
+      return value;
+    }, what);
+  }
+
+  /**
    * `work` on a pooled connection whose session settings are made, all under one deadline; the
    * connection goes back to the pool if `work` resolved, and is destroyed otherwise.
    */

@@ -42,7 +42,7 @@ export function startFrond(
       : ['bash', '-c', `ulimit -n ${options.descriptorLimit} && exec "$0" "$@"`, ...node];
   const child = spawn(command as string, commandArgs, {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...options.env },
+    env: childEnv(options.env),
   });
   const logs: string[] = [];
   const stderr: string[] = [];
@@ -109,7 +109,7 @@ export function runNode(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...options.env },
+      env: childEnv(options.env),
       cwd: options.cwd,
     });
     let stdout = '';
@@ -142,4 +142,16 @@ export function assertOneLineError(
   assert.equal(lines.length, 1, result.stderr);
   assert.match(lines[0] ?? '', pattern);
   assert.doesNotMatch(result.stderr, /\n\s+at /);
+}
+
+/**
+ * The environment a frond process of a test gets: this one's, without the test runner's own
+ * FROND_ settings (FROND_TEST_BACKENDS, FROND_PROPERTY_RUNS), which every frond command refuses as
+ * unknown variables; then `extra`.
+ */
+export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env))
+    if (!/^FROND_(TEST_|PROPERTY_RUNS$)/.test(key)) env[key] = value;
+  return { ...env, ...extra };
 }

@@ -1,7 +1,7 @@
 // Real commands on a real terminal: script(1) gives the command a pseudo-terminal, so it sees a TTY
 // on stdin and stdout (the prompts of `db fence` and `tag remove`, readable logs) as a person's shell.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { FROND_BIN } from './frond-process.js';
+import { childEnv, FROND_BIN } from './frond-process.js';
 
 export interface Running {
   /** Everything printed so far, as a person reads it: no carriage returns, no cursor moves. */
@@ -74,7 +74,7 @@ export function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Running
   return watch(
     spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
+      env: childEnv(env),
     }),
   );
 }

@@ -26,6 +26,11 @@ export interface TestDatabase {
   urlVia(port: number, parameters?: string): string;
   /** One statement in this database; rows for a SELECT. `?` placeholders for MySQL, `$1` for PostgreSQL. */
   sql(text: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
+  /**
+   * `text` in a transaction left open on a connection of its own, holding the locks it took, as
+   * an operator's `SELECT … FOR UPDATE` in a console would; the function commits and closes it.
+   */
+  hold(text: string, values?: unknown[]): Promise<() => Promise<void>>;
   drop(): Promise<void>;
 }
 
@@ -68,6 +73,7 @@ export async function createDatabase(dialect: ServerDialect): Promise<TestDataba
     url: urlVia(admin.port),
     urlVia,
     sql: (text, values) => statement(dialect, name, text, values),
+    hold: (text, values) => held(dialect, name, text, values),
     drop: () => adminStatement(dialect, admin.database, `DROP DATABASE IF EXISTS ${name}`).then(() => {}),
   };
 }
@@ -111,4 +117,31 @@ async function statement(
   } finally {
     await connection.end();
   }
+}
+
+/** `text` inside a transaction kept open until the returned function commits it. */
+async function held(
+  dialect: ServerDialect,
+  database: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<() => Promise<void>> {
+  const admin = ADMIN[dialect];
+  if (dialect === 'postgres') {
+    const client = new pg.Client({ ...admin, database, connectionTimeoutMillis: 3_000 });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query(text, values);
+    return async () => {
+      await client.query('COMMIT');
+      await client.end();
+    };
+  }
+  const connection = await mysql.createConnection({ ...admin, database, connectTimeout: 3_000 });
+  await connection.query('START TRANSACTION');
+  await connection.query(text, values);
+  return async () => {
+    await connection.query('COMMIT');
+    await connection.end();
+  };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type mysql from 'mysql2/promise';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
@@ -336,12 +337,17 @@ class MysqlDialect implements SqlDialect {
    *
    * An opaque tag's setting and row in one transaction: a name frond_high_water knows and
    * leaf_alloc no longer holds served plain IDs (opaqueNameUsed); a row that is there fails the
-   * insert (TAG_EXISTS). No lock: without its leaf_alloc row no advance can record the name
-   * meanwhile.
+   * insert (TAG_EXISTS). Without its leaf_alloc row no advance can record the name meanwhile.
+   *
+   * Both, and deleteTag, hold the name's lock (nameLock): the checks are plain reads of a
+   * snapshot, and one taken while a removal was in flight still held the row; the insert then
+   * waited for the removal to commit and went through, so a name that served plain IDs came back
+   * opaque, or a plain row joined a removed opaque tag's setting (both seen, in the store contract's
+   * race cases).
    */
   insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
     if (opaque === undefined)
-      return this.connections.transaction('addTag', async (sql) => {
+      return this.connections.exclusiveTransaction('addTag', nameLock(tag.tag), async (sql) => {
         const [kept] = await sql(
           `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
               AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
@@ -358,7 +364,7 @@ class MysqlDialect implements SqlDialect {
           tag.description ?? null,
         ]);
       });
-    return this.connections.transaction('addOpaqueTag', async (sql) => {
+    return this.connections.exclusiveTransaction('addOpaqueTag', nameLock(tag.tag), async (sql) => {
       const [used] = await sql(
         `SELECT 1 AS used FROM frond_high_water WHERE ${exactTag('biz_tag')}
               AND NOT EXISTS (SELECT 1 FROM leaf_alloc WHERE ${exactTag('biz_tag')})`,
@@ -381,7 +387,7 @@ class MysqlDialect implements SqlDialect {
    */
   deleteTag(tag: string): Promise<bigint | undefined> {
     return this.withDeadlockRetry(() =>
-      this.connections.transaction('removeTag', async (sql) => {
+      this.connections.exclusiveTransaction('removeTag', nameLock(tag), async (sql) => {
         const [locked] = await sql(LOCK_ROW, [tag, tag]);
         if ((locked as unknown[]).length === 0) return undefined;
         await sql(RECORD_HIGH_WATER, [tag, tag]);
@@ -414,6 +420,15 @@ class MysqlDialect implements SqlDialect {
   close(): Promise<void> {
     return this.connections.end();
   }
+}
+
+/**
+ * The lock that adds and removals of one name take (GET_LOCK). Named by a hash, as tags run to
+ * 128 characters and lock names to 64; of the lower-cased name, so case variants, which the
+ * default collations make one key of frond's tables, take one lock too.
+ */
+function nameLock(tag: string): string {
+  return `frond_tag:${createHash('sha1').update(tag.toLowerCase()).digest('hex')}`;
 }
 
 function rowValues(tag: NewTag): SqlValue[] {

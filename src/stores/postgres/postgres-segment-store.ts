@@ -152,6 +152,14 @@ INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM gone
   ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
   RETURNING max_id`;
 
+/**
+ * The transaction lock that adds and removals of one name take: an advisory lock in frond's own
+ * key space (the first key, 'frnd' in ASCII, keeps it apart from an application's advisory locks
+ * on the same database), the second a hash of the name. Two names with one hash only wait for
+ * each other.
+ */
+const NAME_LOCK = 'SELECT pg_advisory_xact_lock(1718775396, hashtext($1::text))';
+
 /** PostgreSQL's undefined_table, undefined_column and unique_violation. */
 const UNDEFINED_TABLE = '42P01';
 const UNDEFINED_COLUMN = '42703';
@@ -247,21 +255,30 @@ class PostgresDialect implements SqlDialect {
     return this.connections.transaction((client) => fenceIn(client, request));
   }
 
+  /**
+   * Adds and removals of one name hold its lock (NAME_LOCK) for their transaction, and read after
+   * taking it: under READ COMMITTED each statement has a snapshot of its own, so the insert's
+   * checks see a removal that committed while it waited. Without it, an insert whose snapshot
+   * still held a row being removed waited for the removal and went through: a name that served
+   * plain IDs came back opaque, or a plain row joined a removed opaque tag's setting (both seen).
+   */
   async insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
     const values = [tag.tag, tag.start.toString(), tag.step, tag.description ?? null];
-    const result =
-      opaque === undefined
-        ? await this.connections.query({ text: INSERT_PLAIN, values })
-        : await this.connections.query({
-            text: INSERT_OPAQUE,
-            values: [...values, opaque.domain, opaque.keyCheck],
-          });
+    const result = await this.connections.transaction(async (client) => {
+      await client.query(NAME_LOCK, [tag.tag]);
+      return opaque === undefined
+        ? await client.query({ text: INSERT_PLAIN, values })
+        : await client.query({ text: INSERT_OPAQUE, values: [...values, opaque.domain, opaque.keyCheck] });
+    });
     if (result.rowCount === 0)
       throw opaque === undefined ? opaqueSettingRemains(tag.tag) : opaqueNameUsed(tag.tag);
   }
 
   async deleteTag(tag: string): Promise<bigint | undefined> {
-    const result = await this.connections.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+    const result = await this.connections.transaction(async (client) => {
+      await client.query(NAME_LOCK, [tag]);
+      return client.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+    });
     const row = result.rows[0];
     return row === undefined ? undefined : BigInt(row.max_id);
   }
