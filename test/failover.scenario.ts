@@ -314,7 +314,10 @@ export function describeFailover(dialect: ReplicatedDialect): void {
         // A fence by hand, as after restoring a whole database: every tag up by the skip.
         const fenced = await runFrond(['db', 'fence', '--yes', '--store', db.url, '--fence-skip', '1000']);
         assert.equal(fenced.code, 0, fenced.stderr);
-        assert.match(fenced.stdout, /^fenced .*: 3 tags raised by 1000, epoch 2 on /);
+        assert.match(
+          fenced.stdout,
+          /^fenced .*: 3 tags raised by 1000 \(and the records of removed tags and of new names\), epoch 2 on /,
+        );
         const raised = await maxIdsOf(db.sql('SELECT biz_tag, max_id FROM leaf_alloc'));
         // At least the skip: a fence that commits but whose answer is lost to a timeout on a loaded
         // machine is run again, and raising twice is only more cautious (seen once: +3000).

@@ -296,10 +296,12 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
       try {
         const tag = randomTag();
         await store.addTag({ tag, step: 10, start: 1n });
-        assert.deepEqual((await grants.advance(tag))?.kind, PLAIN_KIND);
+        const first = await grants.advance(tag);
+        assert.deepEqual(first?.kind, PLAIN_KIND);
         await db.sql('DROP TABLE frond_tag_options');
+        // From wherever the row started: the fences of the tests before raised new names' floor.
         assert.deepEqual(await grants.advance(tag), {
-          maxId: 21n,
+          maxId: (first?.maxId ?? 0n) + 10n,
           step: 10,
           tableStep: 10,
           kind: PLAIN_KIND,

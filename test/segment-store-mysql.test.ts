@@ -5,6 +5,7 @@ import { isFrondError } from '../src/core/errors.js';
 import type { CataloguedStore } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
+import { NEW_NAMES } from '../src/stores/new-names.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
@@ -32,6 +33,11 @@ const raw: RawTable = {
   async fence(t, skip) {
     const db = await database.open(t);
     if (db) await fenceByHand(openStore(db.url), skip);
+  },
+  async forget(t, tag) {
+    const db = await database.open(t);
+    for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options'])
+      await db?.sql(`DELETE FROM ${table} WHERE biz_tag = ?`, [tag]);
   },
   async holdHighWater(t, tag) {
     return (await database.open(t))?.hold(
@@ -115,6 +121,9 @@ describe('MariaDB: tables dropped under a running store', () => {
   it('creates frond_tag_options and leaf_alloc again', async (t) => {
     const db = await dropped.open(t);
     if (db === undefined) return;
+    // The fences of the test before raised the first ID of new names past this domain's 2^20 IDs
+    // (src/stores/new-names.ts): this one starts as on a database never fenced.
+    await db.sql('DELETE FROM frond_high_water WHERE biz_tag = ?', [NEW_NAMES]);
     const store = bare(openStore(db.url));
     try {
       const tag = randomTag();
@@ -138,4 +147,36 @@ describe('MariaDB: tables dropped under a running store', () => {
       await store.close();
     }
   });
+});
+
+// The default collations make one key of names that differ in case, accents or trailing blanks:
+// frond_high_water's row for `order` is `ORDER`'s too, and the advance of `ORDER` goes on from it.
+// Checked by exact bytes, an opaque `ORDER` after a removed plain `order` was accepted, and 841 of
+// its first 30,000 IDs equalled plain ones served before.
+describe('MariaDB: a removed name under another spelling of the same key', () => {
+  for (const [was, spelled] of [
+    ['order', 'ORDER'],
+    ['café', 'cafe'],
+    ['order', 'order '],
+  ] as const)
+    it(`refuses an opaque ${JSON.stringify(spelled)} after a plain ${JSON.stringify(was)} was removed`, async (t) => {
+      const db = await database.open(t);
+      if (db === undefined) return;
+      const store = bare(openStore(db.url));
+      try {
+        const suffix = randomTag();
+        await store.addTag({ tag: `${suffix}-${was}`, step: 10, start: 1n });
+        assert.ok(await store.advance(`${suffix}-${was}`));
+        await store.removeTag(`${suffix}-${was}`);
+        await assert.rejects(
+          store.addTag(
+            { tag: `${suffix}-${spelled}`, step: 10, start: 1n },
+            { domain: 'bits:20', keyCheck: 'k' },
+          ),
+          (error) => isFrondError(error, 'OPAQUE_TAG_FIXED'),
+        );
+      } finally {
+        await store.close();
+      }
+    });
 });

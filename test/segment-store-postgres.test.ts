@@ -1,8 +1,11 @@
-import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { isFrondError } from '../src/core/errors.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import { openStore } from '../src/stores/store-registry.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
+import { randomTag } from './support/random-tag.js';
 import { bare, fenceByHand } from './support/store-views.js';
 import { testDatabase } from './support/test-database.js';
 
@@ -22,6 +25,11 @@ const raw: RawTable = {
   async fence(t, skip) {
     const db = await database.open(t);
     if (db) await fenceByHand(openStore(db.url), skip);
+  },
+  async forget(t, tag) {
+    const db = await database.open(t);
+    for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options'])
+      await db?.sql(`DELETE FROM ${table} WHERE biz_tag = $1`, [tag]);
   },
   async holdHighWater(t, tag) {
     return (await database.open(t))?.hold(
@@ -49,3 +57,33 @@ describeSegmentStore(
   },
   raw,
 );
+
+describe('PostgreSQL: the lock of a name held elsewhere', () => {
+  it('fails an add within half the query timeout, in a line that says the name is being added or removed', async (t) => {
+    const db = await database.open(t);
+    if (db === undefined) return;
+    const tag = randomTag();
+    // What an add or a removal in flight holds (NAME_LOCK in postgres-segment-store.ts).
+    const release = await db.hold('SELECT pg_advisory_xact_lock(1718775396, hashtext($1::text))', [tag]);
+    const store = bare(openStore(`${db.url}?query_timeout_ms=2000`));
+    try {
+      const started = performance.now();
+      await assert.rejects(
+        store.addTag({ tag, step: 10, start: 1n }),
+        (error) =>
+          isFrondError(error, 'STORE_UNAVAILABLE') &&
+          /is being added or removed by another connection/.test((error as Error).message),
+      );
+      assert.ok(performance.now() - started < 1_900, 'waited past half the query timeout');
+      await assert.rejects(store.removeTag(tag), (error) => isFrondError(error, 'STORE_UNAVAILABLE'));
+    } finally {
+      await release();
+    }
+    try {
+      await store.addTag({ tag, step: 10, start: 1n });
+      assert.equal((await store.tag(tag))?.maxId, 1n);
+    } finally {
+      await store.close();
+    }
+  });
+});

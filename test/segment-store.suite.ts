@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { afterEach, describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isFrondError } from '../src/core/errors.js';
 import type { CataloguedStore, OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
+import { NEW_NAMES } from '../src/stores/new-names.js';
 import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
 
@@ -19,6 +20,11 @@ export interface RawTable {
    * writers never interleave (one SQLite file, one writer at a time) has none.
    */
   holdHighWater?(t: TestContext, tag: string): Promise<(() => Promise<void>) | undefined>;
+  /**
+   * What a restore of a backup taken before the tag existed leaves of it: nothing (its leaf_alloc
+   * row, its frond_high_water record and any opaque setting gone).
+   */
+  forget?(t: TestContext, tag: string): Promise<void>;
 }
 
 /**
@@ -35,6 +41,11 @@ export function describeSegmentStore(
   raw?: RawTable,
 ): void {
   describe(`store contract: ${name}`, { skip: backendSkip(name) }, () => {
+    // A fence raises the floor of every name the database does not know (src/stores/new-names.ts),
+    // and the tests share one database: each starts as on a database whose new names start at 1.
+    const forget = raw?.forget;
+    if (forget !== undefined) afterEach((t) => forget(t as TestContext, NEW_NAMES));
+
     async function withStore(t: TestContext, use: (store: CataloguedStore) => Promise<void>): Promise<void> {
       const store = await open(t);
       if (store === undefined) return;
@@ -375,6 +386,47 @@ export function describeSegmentStore(
           await other.close();
         }
       }));
+
+    const fence = raw?.fence;
+    if (forget !== undefined && fence !== undefined) {
+      // A restore from before a tag existed forgets it whole, and no record covers what it served:
+      // added again from 1, or its row inserted again by hand, it served those IDs again (2,000 of
+      // 6,000 on each store). A fence raises the new-names record (src/stores/new-names.ts).
+      it('a tag the database lost whole comes back above a fence, added again or inserted by hand', (t) =>
+        withStore(t, async (store) => {
+          const [added, inserted, opaque] = [randomTag(), randomTag(), randomTag()];
+          const setting = { domain: 'digits:12', keyCheck: '00112233aabbccdd' };
+          await store.addTag({ tag: added, step: 1000, start: 1n });
+          await store.addTag({ tag: inserted, step: 1000, start: 1n });
+          await store.addTag({ tag: opaque, step: 1000, start: 1n }, setting);
+          const served = new Map<string, bigint>();
+          for (const tag of [added, inserted, opaque]) {
+            await store.advance(tag);
+            served.set(tag, (await store.advance(tag))?.maxId ?? 0n);
+            await forget(t, tag);
+          }
+          await fence(t, 1_000_000n);
+          await store.addTag({ tag: added, step: 1000, start: 1n });
+          await raw?.insertRow(t, inserted, 1n, 1000);
+          // A node that served the name keeps it in its data dir, and refuses it opaque: safe too.
+          const again = await store.addTag({ tag: opaque, step: 1000, start: 1n }, setting).then(
+            () => [opaque],
+            (error: unknown) => {
+              assert.ok(isFrondError(error, 'OPAQUE_TAG_FIXED'), `${error}`);
+              return [];
+            },
+          );
+          for (const tag of [added, inserted, ...again]) {
+            const grant = await store.advance(tag);
+            assert.ok(grant !== undefined);
+            const first = grant.maxId - BigInt(grant.step);
+            assert.ok(
+              first >= (served.get(tag) ?? 0n),
+              `${tag}: [${first}, ${grant.maxId}) again, after serving up to ${served.get(tag)}`,
+            );
+          }
+        }));
+    }
 
     const hold = raw?.holdHighWater;
     if (hold !== undefined) {

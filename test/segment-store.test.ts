@@ -19,6 +19,12 @@ const raw: RawTable = {
       db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES (?, ?, ?)').run(tag, maxId, step),
     );
   },
+  async forget(_t, tag) {
+    byHand(sqliteFile, (db) => {
+      for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options'])
+        db.prepare(`DELETE FROM ${table} WHERE biz_tag = ?`).run(tag);
+    });
+  },
   async fence(_t, skip) {
     await fenceByHand(new SqliteSegmentStore(sqliteFile), skip);
   },

@@ -83,9 +83,15 @@ describe('SQLite restored under frond serve --workers 2', () => {
     // No fence row yet (no node served): the command makes it and still raises, as after a restore.
     const first = await runFrond(['db', 'fence', '--yes', '--store', store, '--fence-skip', '1000']);
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, /^fenced sqlite:.*: 2 tags raised by 1000, epoch 2 on [0-9a-f-]{36}\n$/);
+    assert.match(
+      first.stdout,
+      /^fenced sqlite:.*: 2 tags raised by 1000 \(and the records of removed tags and of new names\), epoch 2 on [0-9a-f-]{36}\n$/,
+    );
     const second = await runFrond(['db', 'fence', '--yes', '--store', store, '--fence-skip', '1000']);
-    assert.match(second.stdout, /: 2 tags raised by 1000, epoch 3 on /);
+    assert.match(
+      second.stdout,
+      /: 2 tags raised by 1000 \(and the records of removed tags and of new names\), epoch 3 on /,
+    );
     const db = new Database(file, { readonly: true });
     try {
       assert.deepEqual(db.prepare('SELECT biz_tag, max_id FROM leaf_alloc ORDER BY biz_tag').all(), [

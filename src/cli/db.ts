@@ -68,7 +68,7 @@ async function fence(args: string[], out: (line: string) => void): Promise<numbe
     // and was only created, which raises nothing. The restore still needs the raise: once more.
     if (!outcome.fenced) outcome = await store.fence({ ...request, aboveEpoch: outcome.epoch });
     out(
-      `fenced ${description}: ${outcome.tags} tags raised by ${settings.fenceSkip}, epoch ${outcome.epoch} on ${outcome.identity}`,
+      `fenced ${description}: ${outcome.tags} tags raised by ${settings.fenceSkip} (and the records of removed tags and of new names), epoch ${outcome.epoch} on ${outcome.identity}`,
     );
     return true;
   });

@@ -27,12 +27,14 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
       await store.addTag({ tag, step, start, description });
       return [await store.tag(tag), store.description] as const;
     });
-    // A name that served IDs before (a removed tag) starts at its high-water, not below it.
+    // A name that served IDs before (a removed tag) starts at its high-water, not below it; so does
+    // a name the database does not know once a fence has raised the floor of new names (a failover
+    // or a restore may have lost the whole tag: src/stores/new-names.ts).
     const first = row !== undefined && row.maxId > start ? row.maxId : start;
     out(
       first === start
         ? `added tag ${tag}: first ID ${start}, step ${step} (store ${where})`
-        : `added tag ${tag}: first ID ${first}, not ${start}: the name served IDs below ${first} before it was removed (frond_high_water), step ${step} (store ${where})`,
+        : `added tag ${tag}: first ID ${first}, not ${start}: frond_high_water holds IDs up to ${first} for the name (it was removed, or a fence after a failover or restore raised every new name), step ${step} (store ${where})`,
     );
     return 0;
   }

@@ -126,7 +126,9 @@ export class MysqlConnections {
       const waitSeconds = Math.max(1, Math.floor(this.queryTimeoutMs / 2000));
       const [rows] = await send(connection, 'SELECT GET_LOCK(?, ?) AS got', [lockName, String(waitSeconds)]);
       if (Number((rows as { got: unknown }[])[0]?.got) !== 1)
-        throw new Error(`${what}: lock ${lockName} still held by another connection after ${waitSeconds} s`);
+        throw new Error(
+          `${what}: another connection held the lock ${lockName} for ${waitSeconds} s (tags being added or removed); try again`,
+        );
       await send(connection, 'START TRANSACTION');
       const value = await operation((text, values) => send(connection, text, values));
       await send(connection, 'COMMIT');

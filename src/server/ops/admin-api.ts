@@ -150,7 +150,12 @@ export async function addTag(
   }
   await store.addTag({ tag, step, start, description }, setting);
   const entry = await store.tag(tag);
-  if (entry === undefined) throw new FrondError('INTERNAL', `tag ${tag} vanished right after it was added`);
+  // Removed by another request between the add and this read (seen: DELETE racing POST).
+  if (entry === undefined)
+    throw new FrondError(
+      'TAG_NOT_FOUND',
+      `tag ${tag} was added, then removed by another request before it was read back`,
+    );
   return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
 }
 

@@ -6,6 +6,7 @@ import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-
 import { kindOf } from '../../core/tag-kind.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
+import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { FENCE_FLOOR, ROW_GONE } from '../sql/fence-sql.js';
 import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
@@ -71,12 +72,12 @@ const IDENTITY_SQL = `(SELECT system_identifier::text FROM pg_control_system()) 
  */
 const ADVANCE = (byStep: boolean) => {
   const by = byStep ? '$2::bigint' : 'step';
-  // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher.
-  const floor =
-    'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1), max_id))';
+  // The floor a restored leaf_alloc goes on from: its own max_id, or frond's record when higher
+  // (for a name without one, the new-names record: src/stores/new-names.ts).
+  const floor = `GREATEST(max_id, ${recordOf('$1', 'max_id')})`;
   return {
     // Named statements are parsed once per connection; a new text needs a new name.
-    name: `frond_advance_fenced${byStep ? '_by' : ''}_v3`,
+    name: `frond_advance_fenced${byStep ? '_by' : ''}_v4`,
     text: `WITH fence AS (
   SELECT epoch, identity, identity = ${IDENTITY_SQL} AS current FROM frond_fence WHERE id = 1 FOR KEY SHARE
 ), advanced AS (
@@ -124,7 +125,7 @@ interface AdvanceRow {
  */
 const INSERT_PLAIN = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
   SELECT $1::varchar,
-         GREATEST($2::bigint, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = $1::varchar), $2::bigint)),
+         GREATEST($2::bigint, ${recordOf('$1::varchar', '$2::bigint')}),
          $3::integer, $4::varchar
    WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
       OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`;
@@ -137,7 +138,8 @@ const INSERT_PLAIN = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description
 const INSERT_OPAQUE = `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check)
     SELECT $1::varchar, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar)
        OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) RETURNING biz_tag)
-  INSERT INTO leaf_alloc (biz_tag, max_id, step, description) SELECT biz_tag, $2::bigint, $3::integer, $4::varchar FROM o`;
+  INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+    SELECT biz_tag, GREATEST($2::bigint, ${recordOf('$1::varchar', '$2::bigint')}), $3::integer, $4::varchar FROM o`;
 
 /**
  * `removeTag` in one statement, so one transaction: the row is deleted (after any advance that
@@ -164,6 +166,8 @@ const NAME_LOCK = 'SELECT pg_advisory_xact_lock(1718775396, hashtext($1::text))'
 const UNDEFINED_TABLE = '42P01';
 const UNDEFINED_COLUMN = '42703';
 const UNIQUE_VIOLATION = '23505';
+/** lock_not_available: a lock_timeout passed. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * `leaf_alloc` in PostgreSQL, shared by any number of nodes (the rules around the statements are
@@ -186,11 +190,13 @@ class PostgresDialect implements SqlDialect {
   // PostgreSQL has no ON UPDATE: every UPDATE frond runs sets update_time itself.
   readonly touch = ', update_time = CURRENT_TIMESTAMP';
   private readonly connections: PostgresConnections;
+  private readonly queryTimeoutMs: number;
   /** The statements of SqlStore, their `?` numbered as `$1`, `$2`… once per text. */
   private readonly numbered = new Map<string, string>();
 
   constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined }) {
     this.description = describeNetworkSql('postgres', config);
+    this.queryTimeoutMs = config.queryTimeoutMs;
     this.connections = new PostgresConnections(config, {
       description: this.description,
       logger: options.logger,
@@ -265,7 +271,7 @@ class PostgresDialect implements SqlDialect {
   async insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
     const values = [tag.tag, tag.start.toString(), tag.step, tag.description ?? null];
     const result = await this.connections.transaction(async (client) => {
-      await client.query(NAME_LOCK, [tag.tag]);
+      await this.lockName(client, tag.tag);
       return opaque === undefined
         ? await client.query({ text: INSERT_PLAIN, values })
         : await client.query({ text: INSERT_OPAQUE, values: [...values, opaque.domain, opaque.keyCheck] });
@@ -276,11 +282,31 @@ class PostgresDialect implements SqlDialect {
 
   async deleteTag(tag: string): Promise<bigint | undefined> {
     const result = await this.connections.transaction(async (client) => {
-      await client.query(NAME_LOCK, [tag]);
+      await this.lockName(client, tag);
       return client.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
     });
     const row = result.rows[0];
     return row === undefined ? undefined : BigInt(row.max_id);
+  }
+
+  /**
+   * NAME_LOCK within half the statement timeout (lock_timeout, for this transaction only), so a
+   * holder that hangs, an operator's console, say, fails the call in a line that says so, not in
+   * the server's "canceling statement due to statement timeout".
+   */
+  private async lockName(client: pg.PoolClient, tag: string): Promise<void> {
+    const waitMs = Math.max(1, Math.floor(this.queryTimeoutMs / 2));
+    await client.query(`SET LOCAL lock_timeout = ${waitMs}`);
+    try {
+      await client.query(NAME_LOCK, [tag]);
+    } catch (error) {
+      if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
+      throw new FrondError(
+        'STORE_UNAVAILABLE',
+        `${this.description}: tag ${tag} is being added or removed by another connection, which held its lock for ${waitMs} ms; try again`,
+        { cause: error },
+      );
+    }
   }
 
   isMissingTable(error: unknown): boolean {
@@ -330,7 +356,10 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
     [request.skip.toString()],
   );
   // A removed tag (a name frond_high_water keeps without a row) is raised as well: added again, it
-  // goes on from there, above what the database may have lost of it.
+  // goes on from there, above what the database may have lost of it. So is the new-names record,
+  // made first where it is missing: a name the database lost whole comes back above it.
+  if (request.skip > 0n)
+    await client.query(`INSERT INTO frond_high_water ${NEW_NAMES_ROW} ON CONFLICT (biz_tag) DO NOTHING`);
   await client.query(
     `UPDATE frond_high_water h SET max_id = CASE WHEN h.max_id > ${MAX_SEGMENT_ID} - $1::bigint THEN ${MAX_SEGMENT_ID} ELSE h.max_id + $1::bigint END
       WHERE ${ROW_GONE}`,

@@ -1,3 +1,5 @@
+import { recordOf } from '../new-names.js';
+
 // SQL fragments the PostgreSQL and MySQL fences share, word for word: both databases read them the
 // same, and a fence that raised from another floor on one of them served IDs twice after a restore.
 
@@ -7,8 +9,10 @@
  * restore of a dump taken after that landed the fence below ranges served after the dump (300 IDs
  * twice on each database).
  */
-export const FENCE_FLOOR =
-  'GREATEST(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = leaf_alloc.biz_tag), max_id))';
+export const FENCE_FLOOR = `GREATEST(max_id, ${recordOf('leaf_alloc.biz_tag', 'max_id')})`;
 
-/** A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag. */
+/**
+ * A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag, or the new-names
+ * record (src/stores/new-names.ts), which the fence raises with them.
+ */
 export const ROW_GONE = 'NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = h.biz_tag)';

@@ -14,6 +14,7 @@ import {
 } from '../../core/tag-catalogue.js';
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
+import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { type OptionRow, opaqueMap, settingOf } from '../sql/leaf-rows.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
@@ -74,8 +75,7 @@ export const SQLITE_TABLES_DDL = [SQLITE_DDL, SQLITE_FROND_DDL, SQLITE_HIGH_WATE
  * deleted and put back lower). SQLite's two-argument max() is the larger one; the record of a tag
  * without one is its own max_id. Used inside the UPDATE of leaf_alloc, so `max_id` is the row's.
  */
-const floorOf = (tag: string) =>
-  `max(max_id, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), max_id))`;
+const floorOf = (tag: string) => `max(max_id, ${recordOf(tag, 'max_id')})`;
 const FLOOR = floorOf('@tag');
 
 /** The frond_high_water row being written has no row in leaf_alloc: a removed tag. */
@@ -185,12 +185,12 @@ export class SqliteDatabase implements SqliteCalls {
           'SELECT biz_tag, max_id, step, description, update_time FROM leaf_alloc WHERE biz_tag > ? ORDER BY biz_tag LIMIT ?',
         )
         .safeIntegers(true),
-      insert: db.prepare('INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)'),
-      // A plain tag's row: a name frond_high_water knows (a removed tag) starts at its record when
-      // the start is below it (`TagCatalogue.addTag`).
-      insertPlain: db.prepare(
+      // A tag's row: a name frond_high_water knows (a removed tag) starts at its record when the
+      // start is below it (`TagCatalogue.addTag`), and a name it does not know at the new-names
+      // record (new-names.ts). An opaque name never has a record of its own here: addTag refuses it.
+      insertRow: db.prepare(
         `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
-           VALUES (@tag, max(@start, COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = @tag), @start)), @step, @description)`,
+           VALUES (@tag, max(@start, ${recordOf('@tag', '@start')}), @step, @description)`,
       ),
       remove: db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?'),
       highWater: db.prepare('SELECT max_id FROM frond_high_water WHERE biz_tag = ?').safeIntegers(true),
@@ -216,6 +216,7 @@ export class SqliteDatabase implements SqliteCalls {
       raiseRemoved: db.prepare(
         `UPDATE frond_high_water SET max_id = CASE WHEN max_id > ${MAX_SEGMENT_ID} - @skip THEN ${MAX_SEGMENT_ID} ELSE max_id + @skip END WHERE ${ROW_GONE}`,
       ),
+      newNames: db.prepare(`INSERT OR IGNORE INTO frond_high_water ${NEW_NAMES_ROW}`),
       raiseRemovedTo: db.prepare(
         `UPDATE frond_high_water SET max_id = @maxId WHERE biz_tag = @tag AND max_id < @maxId AND ${ROW_GONE}`,
       ),
@@ -268,6 +269,8 @@ export class SqliteDatabase implements SqliteCalls {
         if (found > request.observedEpoch)
           return { epoch: found, identity: row.identity, fenced: false, tags: 0 };
         const tags = this.statements.raiseAll.run({ skip: request.skip }).changes;
+        // The new-names record with them, made first where it is missing (new-names.ts).
+        if (request.skip > 0n) this.statements.newNames.run();
         this.statements.raiseRemoved.run({ skip: request.skip });
         for (const [tag, maxId] of request.atLeast) {
           this.statements.raiseTo.run({ tag, maxId });
@@ -346,14 +349,12 @@ export class SqliteDatabase implements SqliteCalls {
               throw opaqueNameUsed(tag.tag);
             this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
           }
-          if (opaque === undefined)
-            this.statements.insertPlain.run({
-              tag: tag.tag,
-              start: tag.start,
-              step: tag.step,
-              description: tag.description ?? null,
-            });
-          else this.statements.insert.run(tag.tag, tag.start, tag.step, tag.description ?? null);
+          this.statements.insertRow.run({
+            tag: tag.tag,
+            start: tag.start,
+            step: tag.step,
+            description: tag.description ?? null,
+          });
         })
         .immediate();
     } catch (error) {

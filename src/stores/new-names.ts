@@ -1,0 +1,31 @@
+/**
+ * The record every fence raises for the names a database does not know. A restore (or a failover
+ * that lost commits) can forget a whole tag: one added after the backup was taken and served
+ * before the restore leaves no row and no frond_high_water record behind, so nothing the fence
+ * raises covers it, and the same name added again started at 1 and served those IDs again (2,000 of
+ * 6,000 on each store, a node with a new data dir). So frond_high_water keeps one row more, under
+ * a name no tag can have (tags have no control characters, src/core/tag.ts): it is never granted
+ * from, a fence raises it by the skip as it raises a removed tag's record (it has no leaf_alloc
+ * row), and a name without a record of its own starts from it, whether frond adds the row or a
+ * person inserts it by hand. A database never fenced has no such row, and new names start where
+ * their row says, as on Leaf.
+ */
+export const NEW_NAMES = '\u0001new names';
+
+/** NEW_NAMES as an SQL string literal: the text is fixed, so it is spliced in, not bound. */
+const NEW_NAMES_SQL = `'${NEW_NAMES}'`;
+
+/**
+ * The record a name goes on from, in SQL: its own frond_high_water row, or for a name without one
+ * the new-names record, or `fallback` when there is neither. `tag` is the SQL expression of the
+ * name (a parameter or a column).
+ */
+export function recordOf(tag: string, fallback: string): string {
+  return `COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), (SELECT n.max_id FROM frond_high_water n WHERE n.biz_tag = ${NEW_NAMES_SQL}), ${fallback})`;
+}
+
+/**
+ * The statement's tail that makes the new-names record (at 0, where missing) before a fence raises
+ * it; a fence that raises nothing (a skip of 0) leaves it as it is.
+ */
+export const NEW_NAMES_ROW = `(biz_tag, max_id) VALUES (${NEW_NAMES_SQL}, 0)`;
