@@ -1,14 +1,22 @@
 // Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
-// and a non-zero exit within seconds, naming what to fix, for the files of the data dir. Each runs
-// the real executable (cli-first-day.test.ts has the rest).
+// and a non-zero exit within seconds, naming what to fix, for the files of the data dir and a store
+// that snowflake mode alone does not use. Each runs the real executable (cli-first-day.test.ts has
+// the rest).
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { LOCK_FILE } from '../src/server/start/data-dir-lock.js';
 import { HIGH_WATER_FILE, HIGH_WATER_JOURNAL } from '../src/stores/fencing/high-water-file.js';
 import { WORKER_FILE } from '../src/worker-ids/file/file-worker-id-source.js';
-import { assertOneLineError, asUnprivileged, escaped, runFrond, tempDir } from './support/frond-process.js';
+import {
+  assertOneLineError,
+  asUnprivileged,
+  escaped,
+  runFrond,
+  startFrond,
+  tempDir,
+} from './support/frond-process.js';
 
 /** Each file frond keeps in the data dir, with a start that reads it first and how it is read. */
 const DATA_FILES = [
@@ -68,6 +76,75 @@ describe('a file of the data dir that cannot be read names the file and --data-d
           `^frond: --data-dir ${escaped(dataDir)}: cannot ${verb} ${escaped(path)} \\(permission denied, EACCES\\); give this user read and write access to it`,
         ),
       );
+    }
+  });
+});
+
+describe('frond serve --no-segment with a --store (issue 25)', () => {
+  it('serves snowflake IDs without opening the store, wherever it points, and says it is unused', async () => {
+    const nowhere = join(tempDir(), 'nonexistent');
+    const stores = [
+      'postgres://postgres@127.0.0.1:1/test', // nothing listens there
+      'mysql://root@127.0.0.1:3306/test',
+      `sqlite:${join(nowhere, 'ids.db')}`,
+    ];
+    const starts: { args: string[]; env: NodeJS.ProcessEnv; from: string; off: string }[] = [
+      ...stores.map((store) => ({
+        args: ['--no-segment', '--store', store],
+        env: {},
+        from: '--store',
+        off: '--no-segment',
+      })),
+      {
+        args: [],
+        env: { FROND_STORE: stores[0], FROND_NO_SEGMENT: 'true' },
+        from: 'FROND_STORE',
+        off: 'FROND_NO_SEGMENT',
+      },
+    ];
+    for (const { args, env, from, off } of starts) {
+      const node = await startFrond(['--port', '0', '--data-dir', tempDir(), ...args], {
+        env,
+        timeoutMs: 20_000,
+      });
+      try {
+        const events = node.logs.map(
+          (line) => JSON.parse(line) as { event: string; message?: string; segment?: string },
+        );
+        assert.deepEqual(
+          events.filter((event) => event.event === 'config.warning').map((event) => event.message),
+          [`${from} is not used: segment mode is off (${off}), and snowflake mode needs no store`],
+        );
+        assert.equal(events.find((event) => event.event === 'listening')?.segment, 'off');
+        const response = await fetch(`${node.url}/api/snowflake/get/k`);
+        assert.match(await response.text(), /^\d+$/);
+      } finally {
+        assert.equal(await node.stop(), 0, node.stderr.join('\n'));
+      }
+    }
+    assert.equal(existsSync(nowhere), false, 'the SQLite store was never opened');
+  });
+
+  it('still refuses a --store value that cannot work, before it takes the port or makes the data dir', async () => {
+    const refused: [string, RegExp][] = [
+      [
+        'postgres://frond:secret@[bad/ids',
+        /^frond: --store "postgres:\/\/\*\*\*@\[bad\/ids" is not a valid URL: use postgres:\/\/USER@HOST:PORT\/DB$/,
+      ],
+      [
+        'mysql://root@127.0.0.1:3306/test?pool=0',
+        /^frond: --store mysql:\/\/\*\*\*@127\.0\.0\.1:3306\/test\?pool=0: pool="0" is invalid/,
+      ],
+      ['bogus://x', /^frond: unsupported --store "bogus:\/\/x": use sqlite:PATH/],
+      ['sqlite:', /^frond: --store sqlite: needs a path/],
+    ];
+    for (const mode of [['--no-segment'], []]) {
+      for (const [store, pattern] of refused) {
+        const dataDir = join(tempDir(), 'data');
+        const result = await failedStart(['--data-dir', dataDir, '--store', store, ...mode], 2, pattern);
+        assert.doesNotMatch(result.stderr, /secret/);
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${store} ${mode.join(' ')})`);
+      }
     }
   });
 });
