@@ -1,11 +1,22 @@
 // Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
-// and a non-zero exit within seconds, naming what to fix, for the files of the data dir and a store
-// that snowflake mode alone does not use. Each runs the real executable (cli-first-day.test.ts has
-// the rest).
+// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, a store
+// that snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each
+// runs the real executable (cli-first-day.test.ts has the rest).
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LOCK_FILE } from '../src/server/start/data-dir-lock.js';
 import { HIGH_WATER_FILE, HIGH_WATER_JOURNAL } from '../src/stores/fencing/high-water-file.js';
 import { WORKER_FILE } from '../src/worker-ids/file/file-worker-id-source.js';
@@ -148,3 +159,123 @@ describe('frond serve --no-segment with a --store (issue 25)', () => {
     }
   });
 });
+
+/** The events of a node's stdout, in order. */
+function eventsOf(stdout: string[]): { event: string; worker?: number; pid: number }[] {
+  return stdout.map((line) => JSON.parse(line) as { event: string; worker?: number; pid: number });
+}
+
+describe('frond serve --workers starts only once every worker serves (issue 25)', () => {
+  it('says listening after the workers serve, not when they bind the port', async () => {
+    // Each worker's record lies 2 s ahead of the clock, so each waits that long after it bound the port.
+    const dataDir = tempDir();
+    for (const worker of [0, 1]) {
+      const dir = join(dataDir, `worker-${worker}`);
+      mkdirSync(dir);
+      writeFileSync(
+        join(dir, WORKER_FILE),
+        JSON.stringify({ workerId: 40 + worker, lastTimestamp: Date.now() + 2_000 }),
+      );
+    }
+    const started = Date.now();
+    const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--no-segment', '--workers', '2']);
+    try {
+      assert.ok(Date.now() - started >= 1_500, 'the start waited for the workers');
+      const events = eventsOf(node.logs);
+      const listening = events.findIndex((event) => event.event === 'listening');
+      const served = events.filter((event, i) => event.event === 'worker.listening' && i < listening);
+      assert.deepEqual(served.map((event) => event.worker).sort(), [0, 1], node.logs.join('\n'));
+      assert.match(await (await fetch(`${node.url}/api/snowflake/get/k`)).text(), /^\d+$/);
+    } finally {
+      assert.equal(await node.stop(), 0, node.stderr.join('\n'));
+    }
+  });
+
+  it('fails the whole start in one line when a worker fails after the others serve, or every worker does', async () => {
+    // Worker i's record is a FIFO, fed garbage 1 s after the worker opened it: that worker fails
+    // then ("is damaged"), after every worker bound the port and the others began to serve.
+    for (const late of [[1], [0, 1]]) {
+      const dataDir = tempDir();
+      const records = late.map((worker) => {
+        mkdirSync(join(dataDir, `worker-${worker}`));
+        const record = join(dataDir, `worker-${worker}`, WORKER_FILE);
+        execFileSync('mkfifo', [record]);
+        return record;
+      });
+      const [result] = await Promise.all([
+        failedStart(
+          ['--data-dir', dataDir, '--no-segment', '--worker-id', '40', '--workers', '2'],
+          2,
+          new RegExp(`^frond: (${records.map(escaped).join('|')}) is damaged; restore it`),
+        ),
+        ...records.map((record) => feedWhenRead(record, 'garbage', 1_000)),
+      ]);
+      assert.equal(listeningLines(result.stdout), 0, result.stdout);
+      assert.equal(existsSync(join(dataDir, LOCK_FILE)), false, "the node's lock is released");
+    }
+  });
+
+  it('fails the whole start in one line when a worker fails right away, one of them or all alike', async () => {
+    const cases: { prepare(dataDir: string): string[]; pattern(dataDir: string): RegExp }[] = [
+      {
+        prepare: (dataDir) => {
+          writeFileSync(join(dataDir, 'worker-1'), '');
+          return [];
+        },
+        pattern: (dataDir) =>
+          new RegExp(
+            `^frond: --data-dir ${escaped(join(dataDir, 'worker-1'))}: cannot create ${escaped(join(dataDir, 'worker-1'))} \\(is a file, not a directory, ENOTDIR\\)`,
+          ),
+      },
+      {
+        prepare: (dataDir) => {
+          mkdirSync(join(dataDir, 'ids.db'));
+          return ['--store', `sqlite:${join(dataDir, 'ids.db')}`];
+        },
+        pattern: (dataDir) =>
+          new RegExp(
+            `^frond: --store sqlite:${escaped(join(dataDir, 'ids.db'))}: cannot open .*SQLITE_CANTOPEN`,
+          ),
+      },
+    ];
+    for (const { prepare, pattern } of cases) {
+      const dataDir = tempDir();
+      const extra = prepare(dataDir);
+      const result = await failedStart(
+        ['--data-dir', dataDir, '--workers', '3', ...extra],
+        2,
+        pattern(dataDir),
+      );
+      assert.equal(listeningLines(result.stdout), 0, result.stdout);
+      assert.equal(existsSync(join(dataDir, LOCK_FILE)), false, "the node's lock is released");
+    }
+  });
+});
+
+/** How many times a node's stdout says `listening` (the node's line, not a worker's). */
+function listeningLines(stdout: string): number {
+  return eventsOf(stdout.trim().split('\n')).filter((event) => event.event === 'listening').length;
+}
+
+/**
+ * Writes `text` into the FIFO `path` `afterMs` after a reader opened it, then closes it. A worker
+ * opens its record only once it bound the port, and the others bind within moments of it.
+ */
+async function feedWhenRead(path: string, text: string, afterMs: number): Promise<void> {
+  let fd: number | undefined;
+  for (const until = Date.now() + 20_000; fd === undefined; ) {
+    try {
+      // Without a reader, a FIFO opened to write without blocking fails with ENXIO.
+      fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO' || Date.now() > until) throw error;
+      await sleep(20);
+    }
+  }
+  try {
+    await sleep(afterMs);
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
