@@ -3,16 +3,22 @@
 // work says why in one line before it writes anything, and the small comforts (-p, -v, readable
 // logs on a terminal). Each runs the real executable, on a real terminal (script(1)) where it matters.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { assertOneLineError, FROND_BIN, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import {
+  assertOneLineError,
+  asUnprivileged,
+  escaped,
+  FROND_BIN,
+  runFrond,
+  startFrond,
+  tempDir,
+} from './support/frond-process.js';
 import { onTerminal, type Running, watch } from './support/terminal.js';
-
-const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 /** `max_id` of every row of an SQLite store, read beside frond. */
 function maxIds(file: string): Record<string, bigint> {
@@ -225,26 +231,6 @@ describe('frond db fence says what it will do and asks first (issue 25, item 5)'
     assert.deepEqual(maxIds(file), { a: 1001n, b: 1001n });
   });
 });
-
-/** `frond ARGS` as a user without root, or undefined where this process cannot become one. */
-function asUnprivileged(args: string[]): Promise<{ code: number | null; stderr: string }> | undefined {
-  const argv = [process.execPath, FROND_BIN, ...args];
-  const root = process.getuid?.() === 0;
-  if (root && spawnSync('runuser', ['--help']).error !== undefined) return undefined;
-  const [command, ...rest] = root ? ['runuser', '-u', 'nobody', '--', ...argv] : argv;
-  return new Promise((resolve) => {
-    const child = spawn(command as string, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
 
 describe('a start that cannot work says why in one line, fast, before it writes anything (issue 25, item 6)', () => {
   it('listens first: a port in use stops the start and leaves the data dir untouched, --workers too', async () => {

@@ -9,6 +9,7 @@ import type {
   StartConfig,
 } from '../server/start/serve-config.js';
 import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
+import { backendOf } from '../stores/store-registry.js';
 import { type CoordinatorConfig, coordinatorConfig, flagOfKind } from '../worker-ids/worker-id-registry.js';
 import type { ServeSettings } from './option-table.js';
 import { usage } from './options.js';
@@ -69,11 +70,18 @@ function listenConfig(settings: ServeSettings): ListenConfig {
   return { ...listen, tls: { cert: tlsCert, key: tlsKey } };
 }
 
-/** The store with its default, and the declared opaque tags. */
+/**
+ * The store with its default, and the declared opaque tags. The store's value is read here, with
+ * segment mode off too (the store then unused, `frond serve` says so): a value no backend takes, or
+ * a URL that does not parse, stops the start before the port is taken or the data dir made. Nothing
+ * connects, and no file (not even a TLS file the URL names) is read until segment mode opens it.
+ */
 function segmentConfig(settings: ServeSettings): SegmentConfig {
+  const store = storeOf(settings);
+  backendOf(store).parse(store);
   return {
     ...sliceOf(SERVE_SETTINGS, 'segment', settings),
-    store: storeOf(settings),
+    store,
     storeSetting: storeSettingOf(settings),
     opaqueTags: declaredOpaqueTags(settings),
   };

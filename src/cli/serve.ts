@@ -36,6 +36,12 @@ export function parseServeArgs(
     warnings.push(...read.warnings);
   }
   const { settings, sources } = parseCommand(SERVE, args, { env, files, rejectUnknownEnv: true, now });
+  // Snowflake mode alone needs no store: one named anyway (FROND_STORE kept for the tag commands,
+  // a leaf.properties with leaf.jdbc.url and leaf.segment.enable=false) is checked, never opened.
+  if (!settings.segment && sources.store !== undefined)
+    warnings.push(
+      `${sources.store} is not used: segment mode is off (${sources.segment ?? '--no-segment'}), and snowflake mode needs no store`,
+    );
   return typeof leaf === 'string' ? asLeafDoes(settings, sources, leaf, warnings) : settings;
 }
 

@@ -20,7 +20,7 @@ export type LogEvent =
   | 'stopped'
   | 'shutdown'
   | 'shutdown_failed'
-  | 'cluster.started'
+  | 'cluster.forked'
   | 'worker.listening'
   | 'worker.stopped'
   | 'worker.exited'

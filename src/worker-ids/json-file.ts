@@ -3,6 +3,7 @@ import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } fro
 import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { devNull } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { fileFailure } from '../platform/data-file.js';
 import { makeDirectory } from '../platform/directory.js';
 
 /**
@@ -129,7 +130,9 @@ export async function removeTemporaries(path: string): Promise<void> {
 
 /**
  * Reads a JSON file: `undefined` when there is none, `{ value }` otherwise, where `value` is
- * `undefined` if the text does not parse (the caller says how to repair its file).
+ * `undefined` if the text does not parse (the caller says how to repair its file). Its callers keep
+ * the file in the data dir itself, so a file that cannot be read (its mode, a directory at its
+ * name) is one line naming `--data-dir` and the file.
  */
 export async function readJsonFile(path: string): Promise<{ value: unknown } | undefined> {
   let text: string;
@@ -137,7 +140,7 @@ export async function readJsonFile(path: string): Promise<{ value: unknown } | u
     text = await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
+    throw fileFailure(`--data-dir ${dirname(path)}`, path, 'read', error);
   }
   try {
     return { value: JSON.parse(text) as unknown };

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,4 +154,33 @@ export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env))
     if (!/^FROND_(TEST_|PROPERTY_RUNS$)/.test(key)) env[key] = value;
   return { ...env, ...extra };
+}
+
+/** `text` as a literal in a RegExp: a path or a URL in an expected message. */
+export function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/**
+ * `frond ARGS` as a user without root (`nobody`, through runuser, when this process is root: root
+ * reads a file of mode 000 all the same), or undefined where this process cannot become one. The
+ * paths it is given must be reachable for that user (a `tempDir()` is 0700: open it up first).
+ */
+export function asUnprivileged(args: string[]): Promise<{ code: number | null; stderr: string }> | undefined {
+  const argv = [process.execPath, FROND_BIN, ...args];
+  const root = process.getuid?.() === 0;
+  if (root && spawnSync('runuser', ['--help']).error !== undefined) return undefined;
+  const [command, ...rest] = root ? ['runuser', '-u', 'nobody', '--', ...argv] : argv;
+  return new Promise((resolve) => {
+    const child = spawn(command as string, rest, { stdio: ['ignore', 'ignore', 'pipe'], env: childEnv() });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
 }

@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FrondError } from '../../core/errors.js';
+import { ERROR_CODES, FrondError, isFrondError } from '../../core/errors.js';
 import type { LogEvent, Logger } from '../../core/logger.js';
 import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import { WORKER_FILE } from '../../worker-ids/file/file-worker-id-source.js';
@@ -10,8 +10,9 @@ import { lockDataDir } from '../start/data-dir-lock.js';
 import { assertPortFree } from '../start/listen.js';
 import type { ServeConfig } from '../start/serve-config.js';
 import { aggregateFor } from './aggregate.js';
-import { type AggregateAsk, ASK, type Assignment } from './messages.js';
+import { type AggregateAsk, ASK, type Assignment, type Serving, type StartFailed } from './messages.js';
 import { workerLink } from './worker-link.js';
+import { startFailed, tellPrimary, WorkerStartError } from './worker-start.js';
 
 /**
  * Worker i keeps its lock, worker-ID file and segment high-water in `<data-dir>/worker-<i>`; the
@@ -115,7 +116,15 @@ export async function runWorker(
       workerId: assignment.workerId,
       cluster: link,
     };
-    return await serve(own, workerLogger(logger, assignment.index));
+    try {
+      return await serve(own, workerLogger(logger, assignment.index));
+    } catch (error) {
+      // `serve` throws only when the start fails. The primary prints the line for the node, once
+      // however many workers fail alike (each would print its own); this worker prints it only
+      // when the primary is gone.
+      if (!(await tellPrimary(worker, startFailed(error)))) throw error;
+      return isFrondError(error) ? ERROR_CODES[error.code].exitCode : 1;
+    }
   } finally {
     link?.close();
     if (worker.isConnected()) worker.disconnect();
@@ -125,10 +134,12 @@ export async function runWorker(
 /**
  * `frond serve --workers N`: N worker processes (node:cluster), each a full node with its own
  * segments, snowflake worker ID and data-dir lock, all on one port and one store. The primary
- * holds the node's data dir, hands out places, and logs `listening` once every worker listens.
- * It restarts nothing: a worker that dies is logged and the others go on serving (a restart
- * loop would hide a crash that repeats). SIGTERM or SIGINT stops every worker gracefully.
- * Resolves with the exit code.
+ * holds the node's data dir, hands out places, and logs `listening` once every worker serves (its
+ * store open and its worker ID taken, not merely its port bound). A worker that fails before that
+ * fails the start: the others are stopped and the primary rejects with the first failure's line,
+ * which `frond` prints once, with its exit code. After the start the primary restarts nothing: a
+ * worker that dies is logged and the others go on serving (a restart loop would hide a crash that
+ * repeats). SIGTERM or SIGINT stops every worker gracefully. Resolves with the exit code.
  */
 export async function runPrimary(config: ServeConfig, count: number, logger: Logger): Promise<number> {
   const coordinator = config.snowflake ? config.coordinator : undefined;
@@ -156,14 +167,17 @@ export async function runPrimary(config: ServeConfig, count: number, logger: Log
 }
 
 function supervise(config: ServeConfig, count: number, workerIds: number[], logger: Logger): Promise<number> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    /** The workers alive, and every worker forked with its index (a message may come after its exit). */
     const workers = new Map<Worker, number>();
-    const listening = new Set<number>();
+    const forked = new Map<Worker, number>();
+    const serving = new Set<number>();
     let url: string | undefined;
     let stopping = false;
     let failed = false;
-    /** The exit code of the first worker that ended before every worker listened. */
-    let startFailure: number | undefined;
+    /** Why the node did not start: a worker's own line, which wins over a worker that just ended. */
+    let reported: WorkerStartError | undefined;
+    let ended: WorkerStartError | undefined;
     let killTimer: NodeJS.Timeout | undefined;
 
     const stopAll = (reason: string) => {
@@ -181,64 +195,87 @@ function supervise(config: ServeConfig, count: number, workerIds: number[], logg
     process.on('SIGTERM', onSigterm);
     process.on('SIGINT', onSigint);
 
+    const onServing = (index: number, at: string) => {
+      serving.add(index);
+      url ??= at;
+      if (serving.size < count || stopping) return;
+      logger.log('info', 'listening', {
+        url,
+        workers: count,
+        workerPids: [...workers.keys()].map((worker) => worker.process.pid),
+        snowflakeWorkerIds: !config.snowflake
+          ? 'off'
+          : config.coordinator
+            ? 'from the coordinator'
+            : workerIds,
+      });
+    };
+
     let collections = 0;
     cluster.on('message', (worker, message: unknown) => {
-      if ((message as AggregateAsk | undefined)?.type === 'frond.aggregate?') {
+      const type = (message as { type?: unknown } | undefined)?.type;
+      if (type === 'frond.aggregate?') {
         aggregateFor([...workers.keys()], worker, message as AggregateAsk, () => collections++);
         return;
       }
-      if ((message as typeof ASK | undefined)?.type !== ASK.type) return;
-      const index = workers.get(worker);
+      const index = forked.get(worker);
       if (index === undefined) return;
-      const assignment: Assignment = { type: 'frond.assignment', index, workerId: workerIds[index] };
-      worker.send(assignment);
-    });
-    cluster.on('listening', (worker, address) => {
-      const index = workers.get(worker);
-      if (index === undefined) return;
-      listening.add(index);
-      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-      url ??= `${config.tls ? 'https' : 'http'}://${host}:${address.port}`;
-      if (listening.size === count && !stopping) {
-        logger.log('info', 'listening', {
-          url,
-          workers: count,
-          workerPids: [...workers.keys()].map((worker) => worker.process.pid),
-          snowflakeWorkerIds: !config.snowflake
-            ? 'off'
-            : config.coordinator
-              ? 'from the coordinator'
-              : workerIds,
-        });
+      if (type === ASK.type) {
+        const assignment: Assignment = { type: 'frond.assignment', index, workerId: workerIds[index] };
+        worker.send(assignment);
+      } else if (type === 'frond.serving') {
+        onServing(index, (message as Serving).url);
+      } else if (type === 'frond.start_failed') {
+        const { code, message: line } = message as StartFailed;
+        reported ??= new WorkerStartError(index, code ?? 'INTERNAL', line);
+        failed = true;
+        stopAll(`worker ${index} failed to start`);
       }
     });
     cluster.on('exit', (worker, code, signal) => {
-      const index = workers.get(worker);
+      const index = forked.get(worker) as number;
       workers.delete(worker);
       const clean = code === 0 && signal === null;
+      const started = serving.size === count;
       if (!stopping) {
         failed = true;
         logger.log('error', 'worker.exited', { worker: index, pid: worker.process.pid, code, signal });
-        // A worker that ends before all listen means the node cannot start: stop the others.
-        if (listening.size < count) {
-          startFailure = typeof code === 'number' && code > 0 ? code : 1;
+        // A worker that ends before all serve means the node cannot start: stop the others.
+        if (!started) {
+          ended ??= WorkerStartError.ended(index, worker.process.pid, code, signal);
           stopAll(`worker ${index} failed to start`);
         }
       } else if (!clean) {
         failed = true;
         logger.log('warn', 'worker.exited', { worker: index, pid: worker.process.pid, code, signal });
       }
-      if (workers.size > 0) return;
+      finishOnceAllGone();
+    });
+    // A worker's last message (why its start failed) may be read after its exit: the node's end
+    // waits for every channel to close as well.
+    cluster.on('disconnect', () => finishOnceAllGone());
+    let finished = false;
+    const finishOnceAllGone = () => {
+      if (finished || workers.size > 0 || [...forked.keys()].some((worker) => worker.isConnected())) return;
+      finished = true;
       clearTimeout(killTimer);
       process.off('SIGTERM', onSigterm);
       process.off('SIGINT', onSigint);
-      cluster.removeAllListeners('message').removeAllListeners('listening').removeAllListeners('exit');
+      cluster.removeAllListeners('message').removeAllListeners('exit').removeAllListeners('disconnect');
       logger.log(failed ? 'warn' : 'info', 'stopped', { workers: count });
-      // A worker that failed to start already printed why; its code (2 for bad usage) is the node's.
-      resolve(startFailure ?? (failed ? 1 : 0));
-    });
+      const notStarted = reported ?? ended;
+      if (notStarted !== undefined) reject(notStarted);
+      else resolve(failed ? 1 : 0);
+    };
 
-    for (let index = 0; index < count; index++) workers.set(cluster.fork(), index);
-    logger.log('info', 'cluster.started', { workers: count });
+    for (let index = 0; index < count; index++) {
+      const worker = cluster.fork();
+      workers.set(worker, index);
+      forked.set(worker, index);
+    }
+    logger.log('info', 'cluster.forked', {
+      workers: count,
+      workerPids: [...workers.keys()].map((worker) => worker.process.pid),
+    });
   });
 }

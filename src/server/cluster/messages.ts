@@ -1,3 +1,4 @@
+import type { FrondErrorCode } from '../../core/errors.js';
 import type { StatsQuery } from '../ops/stats-snapshot.js';
 
 /**
@@ -14,6 +15,27 @@ export interface Assignment {
 }
 
 export const ASK = { type: 'frond.assignment?' };
+
+/**
+ * worker → primary: this worker serves (its store open, its worker ID taken, requests answered),
+ * at `url`. node:cluster's own `listening` event comes earlier, when the worker binds the port,
+ * which it does before anything else (listen.ts): a worker may still fail after it.
+ */
+export interface Serving {
+  type: 'frond.serving';
+  url: string;
+}
+
+/**
+ * worker → primary: this worker's start failed, in the one line `frond` prints and with the code
+ * that sets the exit code; the primary prints it for the node (once, however many workers fail).
+ * `code` is undefined for an error that is not a FrondError (exit 1).
+ */
+export interface StartFailed {
+  type: 'frond.start_failed';
+  message: string;
+  code: FrondErrorCode | undefined;
+}
 
 export type Kind = 'metrics' | 'stats';
 /** worker → primary: add up `kind` for me. */

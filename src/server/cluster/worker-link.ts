@@ -9,6 +9,7 @@ import {
   type Collect,
   type Collected,
   type Kind,
+  type Serving,
 } from './messages.js';
 
 /** What a process has to add up: its own metrics (prom-client's JSON) and stats. */
@@ -25,6 +26,8 @@ export interface ClusterLink {
   readonly index: number;
   /** Called once by `startServer` with this process's own numbers. */
   provide(local: ClusterLocal): void;
+  /** Called by `startServer` once this process serves at `url`: the primary counts the node started when all do. */
+  serving(url: string): void;
   /** Every process's metrics, added up by prom-client's cluster aggregator, as Prometheus text. */
   metricsText(): Promise<string>;
   stats(query?: StatsQuery): Promise<ClusterStatsSnapshot>;
@@ -85,6 +88,9 @@ export function workerLink(worker: Worker, index: number): ClusterLink & { close
     index,
     provide(own) {
       local = own;
+    },
+    serving(url) {
+      if (worker.isConnected()) worker.send({ type: 'frond.serving', url } satisfies Serving);
     },
     async metricsText() {
       return (await ask('metrics')) as string;

@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
+import { fileFailure } from '../../platform/data-file.js';
 import { makeDirectory, unwritable } from '../../platform/directory.js';
 
 export const LOCK_FILE = 'frond.pid';
@@ -56,7 +57,8 @@ export function lockDataDir(dir: string): () => void {
   try {
     return takeDataDir(dir);
   } catch (error) {
-    // EACCES, EROFS, ENOSPC on the lock's own files: one line naming --data-dir, not the syscall.
+    // EACCES, EROFS, ENOSPC when writing the lock's files: the directory's, one line naming
+    // --data-dir, not the syscall (a lock file there that cannot be read is named by `look`).
     throw error instanceof FrondError ? error : unwritable('--data-dir', dir, error);
   }
 }
@@ -67,7 +69,7 @@ function takeDataDir(dir: string): () => void {
   const mine = `${process.pid}\n${nonce}\n`;
   const temporary = join(dir, `${LOCK_FILE}.${process.pid}.${nonce}.tmp`);
   writeFileSync(temporary, mine, { flag: 'wx' });
-  const lock = new Lock(temporary, mine);
+  const lock = new Lock(temporary, mine, `--data-dir ${dir}`);
   try {
     const holder = lock.acquire(path, 0);
     if (holder !== undefined) {
@@ -79,7 +81,7 @@ function takeDataDir(dir: string): () => void {
   } finally {
     rmSync(temporary, { force: true });
   }
-  removeLeftovers(dir);
+  removeLeftovers(dir, `--data-dir ${dir}`);
   return () => lock.release(path);
 }
 
@@ -97,13 +99,15 @@ class Lock {
     /** A file holding `mine`, linked or renamed to every name this process takes. */
     private readonly temporary: string,
     private readonly mine: string,
+    /** `--data-dir DIR`, for a file of the lock that cannot be read. */
+    private readonly setting: string,
   ) {}
 
   /** Takes `name` (undefined), or answers the live pid that holds it. */
   acquire(name: string, depth: number): number | undefined {
     for (let round = 0; round < ROUNDS; round++) {
       if (linkIfAbsent(this.temporary, name)) return undefined;
-      const seen = look(name);
+      const seen = look(name, this.setting);
       // Released (or replaced) meanwhile: try again.
       if (seen === undefined) continue;
       const holder = pidIn(seen.text);
@@ -121,7 +125,7 @@ class Lock {
         continue;
       }
       try {
-        const now = look(name);
+        const now = look(name, this.setting);
         if (now !== undefined && same(now, seen)) {
           this.replace(name);
           return undefined;
@@ -138,7 +142,7 @@ class Lock {
 
   /** Removes `name` if it is this process's (a file taken over from it stays). */
   release(name: string): void {
-    const now = look(name);
+    const now = look(name, this.setting);
     if (now?.text !== this.mine) return;
     try {
       unlinkSync(name);
@@ -170,17 +174,24 @@ function linkIfAbsent(from: string, to: string): boolean {
   }
 }
 
-function look(path: string): Seen | undefined {
+/**
+ * A file of the lock, or undefined if there is none. One that cannot be read (its mode, another
+ * owner, a directory at its name) is named in the error, with `setting`: the read through a
+ * descriptor fails without a path (`EISDIR: illegal operation on a directory, read`).
+ */
+function look(path: string, setting: string): Seen | undefined {
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
+    throw fileFailure(setting, path, 'read', error);
   }
   try {
     const { dev, ino } = fstatSync(fd);
     return { text: readFileSync(fd, 'utf8'), dev, ino };
+  } catch (error) {
+    throw fileFailure(setting, path, 'read', error);
   } finally {
     closeSync(fd);
   }
@@ -223,7 +234,7 @@ function pause(): void {
  * was unique), and a process that takes it anyway finds another file in place and replaces nothing.
  * A claim for the file still in place stays: it is taken over with the file.
  */
-function removeLeftovers(dir: string): void {
+function removeLeftovers(dir: string, setting: string): void {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     const temporary = /^frond\.pid\.([0-9]+)\.[0-9a-f-]{36}(\.[0-9]+)?\.tmp$/.exec(name);
@@ -234,9 +245,9 @@ function removeLeftovers(dir: string): void {
     }
     const claim = /^(frond\.pid(?:\.takeover-[^.]+)*)\.takeover-([^.]+)$/.exec(name);
     if (claim === null) continue;
-    const held = look(path);
+    const held = look(path, setting);
     if (held === undefined || pidIn(held.text) === undefined || isAlive(pidIn(held.text) as number)) continue;
-    const guarded = look(join(dir, claim[1] as string));
+    const guarded = look(join(dir, claim[1] as string), setting);
     if (guarded === undefined || keyOf(guarded) !== claim[2]) rmSync(path, { force: true });
   }
 }

@@ -62,6 +62,8 @@ export async function startServer(
       maxConnections: http.maxConnections,
       descriptorLimit: http.descriptorLimit ?? 'unknown',
     });
+    // A `--workers` process: the primary announces the node once every process got here.
+    config.cluster?.serving(http.url);
     return { url: http.url, server: http.server, close: closeOnce(http.server, config, cleanups, logger) };
   } catch (error) {
     await runCleanups(cleanups);

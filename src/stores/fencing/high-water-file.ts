@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSyn
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
+import { onFile } from '../../platform/data-file.js';
 import { makeDirectory } from '../../platform/directory.js';
 
 /** What a node remembers of one database, across restarts. */
@@ -161,13 +162,17 @@ export class HighWaterFile {
     this.path = join(dataDir, HIGH_WATER_FILE);
     this.journalPath = join(dataDir, HIGH_WATER_JOURNAL);
     // The journal before the file: see `readSibling` (for this process's own files, which no one
-    // else writes, the order does not matter).
-    const journal = readJournal(this.journalPath);
-    this.file = read(this.path);
+    // else writes, the order does not matter). The journal is opened for writing too: one this
+    // process may read but not append to would fail every segment load of a node that started.
+    // A file that cannot be opened or read stops the start in one line naming it and --data-dir.
+    const setting = `--data-dir ${dataDir}`;
+    const journal = onFile(setting, this.journalPath, 'open', () => readJournal(this.journalPath, 'r+'));
+    this.file = onFile(setting, this.path, 'read', () => read(this.path));
     if (journal !== undefined) {
       // Text after the last newline was never fsynced as a whole line (a crash during an append):
       // cut off, so that the next line appended does not run into it.
-      if (journal.whole < journal.size) cutSync(this.journalPath, journal.whole);
+      if (journal.whole < journal.size)
+        onFile(setting, this.journalPath, 'write', () => cutSync(this.journalPath, journal.whole));
       journal.lines.forEach((line, i) => {
         const records = recover(line);
         if (records === undefined) {
@@ -529,11 +534,14 @@ interface Journal {
   size: number;
 }
 
-/** The journal's whole lines, or undefined if there is none. Bytes, not text: a fragment may end inside a character. */
-function readJournal(path: string): Journal | undefined {
+/**
+ * The journal's whole lines, or undefined if there is none. Bytes, not text: a fragment may end
+ * inside a character. `r+` (this process's own journal) fails on one it could not append to.
+ */
+function readJournal(path: string, flag: 'r' | 'r+' = 'r'): Journal | undefined {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(path);
+    bytes = readFileSync(path, { flag });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;

@@ -4,6 +4,7 @@ import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
+import { fileFailure } from '../../platform/data-file.js';
 import { makeDirectory } from '../../platform/directory.js';
 import { readJsonFile, removeTemporaries, reserveDescriptor, writeJsonAtomically } from '../json-file.js';
 
@@ -63,7 +64,11 @@ export class FileWorkerIdSource implements WorkerIdSource {
     // The stored time is kept even when --worker-id changes: waiting for it is cheap, a repeat is not.
     const lastTimestamp = stored?.lastTimestamp ?? 0;
     this.held = lastTimestamp;
-    await this.write(lastTimestamp, true);
+    // A record that cannot be written at start (a directory at its name) stops the start in one
+    // line; later writes fail as TIMESTAMP_NOT_RECORDED and the node withholds IDs until one works.
+    await this.write(lastTimestamp, true).catch((error: unknown) => {
+      throw fileFailure(`--data-dir ${this.dir}`, this.path, 'write', error);
+    });
     return { workerId: this.workerId, lastTimestamp };
   }
 

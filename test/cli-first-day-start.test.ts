@@ -1,0 +1,281 @@
+// Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
+// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, a store
+// that snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each
+// runs the real executable (cli-first-day.test.ts has the rest).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LOCK_FILE } from '../src/server/start/data-dir-lock.js';
+import { HIGH_WATER_FILE, HIGH_WATER_JOURNAL } from '../src/stores/fencing/high-water-file.js';
+import { WORKER_FILE } from '../src/worker-ids/file/file-worker-id-source.js';
+import {
+  assertOneLineError,
+  asUnprivileged,
+  escaped,
+  runFrond,
+  startFrond,
+  tempDir,
+} from './support/frond-process.js';
+
+/** Each file frond keeps in the data dir, with a start that reads it first and how it is read. */
+const DATA_FILES = [
+  { file: LOCK_FILE, args: [], verb: 'read', text: '999999\n' },
+  { file: WORKER_FILE, args: ['--no-segment'], verb: 'read', text: '{"workerId":7,"lastTimestamp":1}\n' },
+  { file: HIGH_WATER_FILE, args: ['--no-snowflake'], verb: 'read', text: '{"version":1,"stores":{}}\n' },
+  // The journal is opened to be appended to, so one that can be read but not written stops the start too.
+  { file: HIGH_WATER_JOURNAL, args: ['--no-snowflake'], verb: 'open', text: '' },
+] as const;
+
+/** A start that fails is one line and exit `code` within seconds (a hang fails it too). */
+async function failedStart(args: string[], code: number, pattern: RegExp, env: NodeJS.ProcessEnv = {}) {
+  const started = Date.now();
+  const result = await runFrond(['serve', '--port', '0', ...args], { env, timeoutMs: 30_000 });
+  assertOneLineError(result, code, pattern);
+  assert.ok(Date.now() - started < 20_000, `within seconds: ${Date.now() - started} ms`);
+  return result;
+}
+
+describe('a file of the data dir that cannot be read names the file and --data-dir (issue 25)', () => {
+  it('a directory where frond keeps a file: the lock, the worker-ID record, the high-water and its journal', async () => {
+    for (const { file, args, verb } of DATA_FILES) {
+      const dataDir = tempDir();
+      const path = join(dataDir, file);
+      mkdirSync(path);
+      await failedStart(
+        ['--data-dir', dataDir, ...args],
+        2,
+        new RegExp(
+          `^frond: --data-dir ${escaped(dataDir)}: cannot ${verb} ${escaped(path)} \\(it is a directory, EISDIR\\); move it away`,
+        ),
+      );
+    }
+  });
+
+  it('as a user that may not read one (mode 000), or may read the journal but not append to it (0444)', async (t) => {
+    const cases = [
+      ...DATA_FILES.map((entry) => ({ ...entry, mode: 0o000 })),
+      { ...(DATA_FILES[3] as (typeof DATA_FILES)[number]), mode: 0o444 },
+    ];
+    for (const { file, args, verb, text, mode } of cases) {
+      // Reachable and writable for that user: only the one file is not theirs.
+      const parent = tempDir();
+      chmodSync(parent, 0o755);
+      const dataDir = join(parent, 'data');
+      mkdirSync(dataDir, { mode: 0o777 });
+      chmodSync(dataDir, 0o777);
+      const path = join(dataDir, file);
+      writeFileSync(path, text, { mode });
+      chmodSync(path, mode);
+      const run = asUnprivileged(['serve', '--port', '0', '--data-dir', dataDir, ...args]);
+      if (run === undefined) return t.skip('root without runuser: cannot run frond as another user');
+      assertOneLineError(
+        await run,
+        2,
+        new RegExp(
+          `^frond: --data-dir ${escaped(dataDir)}: cannot ${verb} ${escaped(path)} \\(permission denied, EACCES\\); give this user read and write access to it`,
+        ),
+      );
+    }
+  });
+});
+
+describe('frond serve --no-segment with a --store (issue 25)', () => {
+  it('serves snowflake IDs without opening the store, wherever it points, and says it is unused', async () => {
+    const nowhere = join(tempDir(), 'nonexistent');
+    const stores = [
+      'postgres://postgres@127.0.0.1:1/test', // nothing listens there
+      'mysql://root@127.0.0.1:3306/test',
+      `sqlite:${join(nowhere, 'ids.db')}`,
+    ];
+    const starts: { args: string[]; env: NodeJS.ProcessEnv; from: string; off: string }[] = [
+      ...stores.map((store) => ({
+        args: ['--no-segment', '--store', store],
+        env: {},
+        from: '--store',
+        off: '--no-segment',
+      })),
+      {
+        args: [],
+        env: { FROND_STORE: stores[0], FROND_NO_SEGMENT: 'true' },
+        from: 'FROND_STORE',
+        off: 'FROND_NO_SEGMENT',
+      },
+    ];
+    for (const { args, env, from, off } of starts) {
+      const node = await startFrond(['--port', '0', '--data-dir', tempDir(), ...args], {
+        env,
+        timeoutMs: 20_000,
+      });
+      try {
+        const events = node.logs.map(
+          (line) => JSON.parse(line) as { event: string; message?: string; segment?: string },
+        );
+        assert.deepEqual(
+          events.filter((event) => event.event === 'config.warning').map((event) => event.message),
+          [`${from} is not used: segment mode is off (${off}), and snowflake mode needs no store`],
+        );
+        assert.equal(events.find((event) => event.event === 'listening')?.segment, 'off');
+        const response = await fetch(`${node.url}/api/snowflake/get/k`);
+        assert.match(await response.text(), /^\d+$/);
+      } finally {
+        assert.equal(await node.stop(), 0, node.stderr.join('\n'));
+      }
+    }
+    assert.equal(existsSync(nowhere), false, 'the SQLite store was never opened');
+  });
+
+  it('still refuses a --store value that cannot work, before it takes the port or makes the data dir', async () => {
+    const refused: [string, RegExp][] = [
+      [
+        'postgres://frond:secret@[bad/ids',
+        /^frond: --store "postgres:\/\/\*\*\*@\[bad\/ids" is not a valid URL: use postgres:\/\/USER@HOST:PORT\/DB$/,
+      ],
+      [
+        'mysql://root@127.0.0.1:3306/test?pool=0',
+        /^frond: --store mysql:\/\/\*\*\*@127\.0\.0\.1:3306\/test\?pool=0: pool="0" is invalid/,
+      ],
+      ['bogus://x', /^frond: unsupported --store "bogus:\/\/x": use sqlite:PATH/],
+      ['sqlite:', /^frond: --store sqlite: needs a path/],
+    ];
+    for (const mode of [['--no-segment'], []]) {
+      for (const [store, pattern] of refused) {
+        const dataDir = join(tempDir(), 'data');
+        const result = await failedStart(['--data-dir', dataDir, '--store', store, ...mode], 2, pattern);
+        assert.doesNotMatch(result.stderr, /secret/);
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${store} ${mode.join(' ')})`);
+      }
+    }
+  });
+});
+
+/** The events of a node's stdout, in order. */
+function eventsOf(stdout: string[]): { event: string; worker?: number; pid: number }[] {
+  return stdout.map((line) => JSON.parse(line) as { event: string; worker?: number; pid: number });
+}
+
+describe('frond serve --workers starts only once every worker serves (issue 25)', () => {
+  it('says listening after the workers serve, not when they bind the port', async () => {
+    // Each worker's record lies 2 s ahead of the clock, so each waits that long after it bound the port.
+    const dataDir = tempDir();
+    for (const worker of [0, 1]) {
+      const dir = join(dataDir, `worker-${worker}`);
+      mkdirSync(dir);
+      writeFileSync(
+        join(dir, WORKER_FILE),
+        JSON.stringify({ workerId: 40 + worker, lastTimestamp: Date.now() + 2_000 }),
+      );
+    }
+    const started = Date.now();
+    const node = await startFrond(['--port', '0', '--data-dir', dataDir, '--no-segment', '--workers', '2']);
+    try {
+      assert.ok(Date.now() - started >= 1_500, 'the start waited for the workers');
+      const events = eventsOf(node.logs);
+      const listening = events.findIndex((event) => event.event === 'listening');
+      const served = events.filter((event, i) => event.event === 'worker.listening' && i < listening);
+      assert.deepEqual(served.map((event) => event.worker).sort(), [0, 1], node.logs.join('\n'));
+      assert.match(await (await fetch(`${node.url}/api/snowflake/get/k`)).text(), /^\d+$/);
+    } finally {
+      assert.equal(await node.stop(), 0, node.stderr.join('\n'));
+    }
+  });
+
+  it('fails the whole start in one line when a worker fails after the others serve, or every worker does', async () => {
+    // Worker i's record is a FIFO, fed garbage 1 s after the worker opened it: that worker fails
+    // then ("is damaged"), after every worker bound the port and the others began to serve.
+    for (const late of [[1], [0, 1]]) {
+      const dataDir = tempDir();
+      const records = late.map((worker) => {
+        mkdirSync(join(dataDir, `worker-${worker}`));
+        const record = join(dataDir, `worker-${worker}`, WORKER_FILE);
+        execFileSync('mkfifo', [record]);
+        return record;
+      });
+      const [result] = await Promise.all([
+        failedStart(
+          ['--data-dir', dataDir, '--no-segment', '--worker-id', '40', '--workers', '2'],
+          2,
+          new RegExp(`^frond: (${records.map(escaped).join('|')}) is damaged; restore it`),
+        ),
+        ...records.map((record) => feedWhenRead(record, 'garbage', 1_000)),
+      ]);
+      assert.equal(listeningLines(result.stdout), 0, result.stdout);
+      assert.equal(existsSync(join(dataDir, LOCK_FILE)), false, "the node's lock is released");
+    }
+  });
+
+  it('fails the whole start in one line when a worker fails right away, one of them or all alike', async () => {
+    const cases: { prepare(dataDir: string): string[]; pattern(dataDir: string): RegExp }[] = [
+      {
+        prepare: (dataDir) => {
+          writeFileSync(join(dataDir, 'worker-1'), '');
+          return [];
+        },
+        pattern: (dataDir) =>
+          new RegExp(
+            `^frond: --data-dir ${escaped(join(dataDir, 'worker-1'))}: cannot create ${escaped(join(dataDir, 'worker-1'))} \\(is a file, not a directory, ENOTDIR\\)`,
+          ),
+      },
+      {
+        prepare: (dataDir) => {
+          mkdirSync(join(dataDir, 'ids.db'));
+          return ['--store', `sqlite:${join(dataDir, 'ids.db')}`];
+        },
+        pattern: (dataDir) =>
+          new RegExp(
+            `^frond: --store sqlite:${escaped(join(dataDir, 'ids.db'))}: cannot open .*SQLITE_CANTOPEN`,
+          ),
+      },
+    ];
+    for (const { prepare, pattern } of cases) {
+      const dataDir = tempDir();
+      const extra = prepare(dataDir);
+      const result = await failedStart(
+        ['--data-dir', dataDir, '--workers', '3', ...extra],
+        2,
+        pattern(dataDir),
+      );
+      assert.equal(listeningLines(result.stdout), 0, result.stdout);
+      assert.equal(existsSync(join(dataDir, LOCK_FILE)), false, "the node's lock is released");
+    }
+  });
+});
+
+/** How many times a node's stdout says `listening` (the node's line, not a worker's). */
+function listeningLines(stdout: string): number {
+  return eventsOf(stdout.trim().split('\n')).filter((event) => event.event === 'listening').length;
+}
+
+/**
+ * Writes `text` into the FIFO `path` `afterMs` after a reader opened it, then closes it. A worker
+ * opens its record only once it bound the port, and the others bind within moments of it.
+ */
+async function feedWhenRead(path: string, text: string, afterMs: number): Promise<void> {
+  let fd: number | undefined;
+  for (const until = Date.now() + 20_000; fd === undefined; ) {
+    try {
+      // Without a reader, a FIFO opened to write without blocking fails with ENXIO.
+      fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO' || Date.now() > until) throw error;
+      await sleep(20);
+    }
+  }
+  try {
+    await sleep(afterMs);
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
