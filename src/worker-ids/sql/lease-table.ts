@@ -42,8 +42,11 @@ export interface LeaseTable {
   record(claimant: Claimant, workerId: number, timestamp: number): Promise<boolean>;
   /** `record` and the claim expired at once, in one statement; false when not held. */
   release(claimant: Claimant, workerId: number, lastTimestamp: number): Promise<boolean>;
-  /** The claim expired at once if this session still holds it; nothing recorded. */
-  expire(claimant: Claimant, workerId: number): Promise<void>;
+  /**
+   * Whatever this session still holds expired at once, nothing recorded: found by its holder, so a
+   * claim whose answer never arrived (committed after the node gave up waiting) is freed too.
+   */
+  expire(claimant: Claimant): Promise<void>;
   /** Whether a driver error says the table is missing (dropped while nodes run). */
   isMissingTable(error: unknown): boolean;
   /** Whether a driver error says a column frond needs is missing (a table made by hand). */

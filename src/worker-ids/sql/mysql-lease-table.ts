@@ -42,7 +42,8 @@ const HELD = `name = ? AND worker_id = ${INT} AND holder = ? AND expires_at > ${
 const HEARTBEAT = `UPDATE frond_worker_lease SET expires_at = GREATEST(expires_at, ${EXPIRY}), updated_at = ${NOW} WHERE ${HELD}`;
 const RECORD = `UPDATE frond_worker_lease SET last_timestamp = GREATEST(last_timestamp, ${INT}), updated_at = ${NOW} WHERE ${HELD}`;
 const RELEASE = `UPDATE frond_worker_lease SET last_timestamp = GREATEST(last_timestamp, ${INT}), expires_at = ${NOW}, updated_at = ${NOW} WHERE ${HELD}`;
-const EXPIRE = `UPDATE frond_worker_lease SET expires_at = ${NOW}, updated_at = ${NOW} WHERE ${HELD}`;
+const EXPIRE = `UPDATE frond_worker_lease SET expires_at = ${NOW}, updated_at = ${NOW}
+ WHERE name = ? AND holder = ? AND expires_at > ${NOW}`;
 
 /** `frond_worker_lease` in MySQL or MariaDB (InnoDB). */
 export class MysqlLeaseTable implements LeaseTable {
@@ -111,8 +112,8 @@ export class MysqlLeaseTable implements LeaseTable {
     return this.held(RELEASE, [String(lastTimestamp)], claimant, workerId);
   }
 
-  async expire(claimant: Claimant, workerId: number): Promise<void> {
-    await this.held(EXPIRE, [], claimant, workerId);
+  async expire(claimant: Claimant): Promise<void> {
+    await this.connections.run(EXPIRE, [claimant.name, claimant.holder]);
   }
 
   isMissingTable(error: unknown): boolean {

@@ -48,7 +48,8 @@ const HELD = `name = $1 AND worker_id = $2 AND holder = $3 AND expires_at > ${NO
 const HEARTBEAT = `UPDATE frond_worker_lease SET expires_at = GREATEST(expires_at, ${EXPIRY}), updated_at = ${NOW} WHERE ${HELD}`;
 const RECORD = `UPDATE frond_worker_lease SET last_timestamp = GREATEST(last_timestamp, $4::bigint), updated_at = ${NOW} WHERE ${HELD}`;
 const RELEASE = `UPDATE frond_worker_lease SET last_timestamp = GREATEST(last_timestamp, $4::bigint), expires_at = ${NOW}, updated_at = ${NOW} WHERE ${HELD}`;
-const EXPIRE = `UPDATE frond_worker_lease SET expires_at = ${NOW}, updated_at = ${NOW} WHERE ${HELD}`;
+const EXPIRE = `UPDATE frond_worker_lease SET expires_at = ${NOW}, updated_at = ${NOW}
+ WHERE name = $1 AND holder = $2 AND expires_at > ${NOW}`;
 
 /** PostgreSQL's undefined_table, undefined_column, duplicate_table and unique_violation (two CREATEs at once). */
 const UNDEFINED_TABLE = '42P01';
@@ -120,8 +121,8 @@ export class PostgresLeaseTable implements LeaseTable {
     return this.held(RELEASE, claimant, workerId, String(lastTimestamp));
   }
 
-  async expire(claimant: Claimant, workerId: number): Promise<void> {
-    await this.connections.query({ text: EXPIRE, values: [claimant.name, workerId, claimant.holder] });
+  async expire(claimant: Claimant): Promise<void> {
+    await this.connections.query({ text: EXPIRE, values: [claimant.name, claimant.holder] });
   }
 
   isMissingTable(error: unknown): boolean {

@@ -154,6 +154,9 @@ class SqlLeaseSession implements LeaseSession {
   private workerId: number | undefined;
   /** The highest timestamp this session read or wrote: a record at or below it needs no statement. */
   private held = 0;
+  /** A claim was sent: from then on the session may hold a row, until the release lands. */
+  private claiming = false;
+  private released = false;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -165,6 +168,7 @@ class SqlLeaseSession implements LeaseSession {
   }
 
   async claim(preferred: number | undefined): Promise<WorkerLease> {
+    this.claiming = true;
     let free = 0;
     const lease = await sql(
       this.description,
@@ -212,18 +216,21 @@ class SqlLeaseSession implements LeaseSession {
       const last = Math.max(this.held, lastTimestamp);
       if (!(await sql(this.description, 'release', this.table.release(this.claimant, workerId, last))))
         throw this.lost(workerId);
-      this.workerId = undefined;
+      this.released = true;
     } finally {
       await this.close();
     }
   }
 
-  /** Frees a claim still held (a loss the node decided, a claim that came too late), then the pool. */
+  /**
+   * Frees whatever the session still holds (a loss the node decided, a claim whose answer came too
+   * late, a release that failed), then ends its pool. Idempotent.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const workerId = this.workerId;
+      const holding = this.claiming && !this.released;
       this.workerId = undefined;
-      if (workerId !== undefined) await this.table.expire(this.claimant, workerId).catch(() => {});
+      if (holding) await this.table.expire(this.claimant).catch(() => {});
       await this.table.end().catch(() => {});
     })();
     return this.closing;
