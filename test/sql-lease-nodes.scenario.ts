@@ -355,10 +355,12 @@ export function describeSqlLeaseNodes(dialect: ServerDialect): void {
         assert.ok(count <= claimed, `worker ${workerId}: ${count} runs of IDs from ${claimed} claims`);
       }
 
+      const logged = (event: string) =>
+        incarnations.filter(({ node }) => node.logs.some((line) => line.includes(`"${event}"`))).length;
       const refused = incarnations.reduce((sum, { load }) => sum + (load.statuses.get(503) ?? 0), 0);
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       t.diagnostic(
-        `${SERVICE_NAME[dialect]}: ${incarnations.length} node starts (${counts.kills} SIGKILL, ${counts.terms} SIGTERM), ${counts.freezes} freezes and ${counts.cuts} cuts of ${TTL_MS + 1500} ms, ${counts.blackholes} blackhole, ${counts.blips} 300 ms cut; ${total} IDs, 0 duplicates; ${mine.length} claims on ${byWorker.size} worker IDs, ${handovers} handovers (${lapsedHandovers} of lapsed claims), never two live holders; every ID inside its node's claim (closest ${closest.toFixed(1)} ms before its end); ${refused} answers 503; starts took ${Math.min(...startMs)}–${Math.max(...startMs)} ms (median ${[...startMs].sort((a, b) => a - b)[Math.floor(startMs.length / 2)]}); ${seconds} s`,
+        `${SERVICE_NAME[dialect]}: ${incarnations.length} node starts (${counts.kills} SIGKILL, ${counts.terms} SIGTERM), ${counts.freezes} freezes and ${counts.cuts} cuts of ${TTL_MS + 1500} ms, ${counts.blackholes} blackhole, ${counts.blips} 300 ms cut; ${total} IDs, 0 duplicates; ${mine.length} claims on ${byWorker.size} worker IDs, ${handovers} handovers (${lapsedHandovers} of lapsed claims), never two live holders; every ID inside its node's claim (closest ${closest.toFixed(1)} ms before its end); ${refused} answers 503; starts took ${Math.min(...startMs)}–${Math.max(...startMs)} ms (median ${[...startMs].sort((a, b) => a - b)[Math.floor(startMs.length / 2)]}; ${logged('worker.claim_waiting')} waited for a free worker ID, ${logged('snowflake.clock_behind_at_start')} for the clock to pass its record); ${seconds} s`,
       );
     });
   });
