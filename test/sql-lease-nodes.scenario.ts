@@ -174,8 +174,9 @@ export function describeSqlLeaseNodes(dialect: ServerDialect): void {
         await Promise.all(proxies.map((proxy) => proxy.close()));
       });
 
+      let launched = 0;
       const launch = async (slot: number): Promise<Incarnation> => {
-        const index = incarnations.length;
+        const index = launched++;
         const port = 41_000 + index;
         const url = database.urlVia((proxies[slot] as TcpProxy).port);
         // Half of them name the segment store's database (--store), half a URL of its own.
@@ -198,56 +199,38 @@ export function describeSqlLeaseNodes(dialect: ServerDialect): void {
         return incarnation;
       };
 
-      /** Slots a chaos action holds (frozen or cut), left alone by the redeploys meanwhile. */
-      const busy = new Set<number>();
-      const chaos: Promise<void>[] = [];
       const counts = { freezes: 0, cuts: 0, blackholes: 0, blips: 0, kills: 0, terms: 0 };
-      const freeze = (slot: number) =>
-        chaos.push(
-          (async () => {
-            busy.add(slot);
-            const frozen = current[slot] as Incarnation;
-            frozen.node.child.kill('SIGSTOP');
-            frozen.frozenAt = Date.now();
-            counts.freezes++;
-            await sleep(TTL_MS + 1500);
-            frozen.node.child.kill('SIGCONT');
-            busy.delete(slot);
-          })(),
-        );
-      const cut = (slot: number, how: 'cut' | 'blackhole' | 'blip') =>
-        chaos.push(
-          (async () => {
-            busy.add(slot);
-            const proxy = proxies[slot] as TcpProxy;
-            if (how === 'blackhole') proxy.blackhole();
-            else proxy.cut();
-            counts[how === 'cut' ? 'cuts' : how === 'blackhole' ? 'blackholes' : 'blips']++;
-            await sleep(how === 'blip' ? 300 : TTL_MS + 1500);
-            // Silent connections are reset before new ones go through again.
-            proxy.cut();
-            proxy.restore();
-            busy.delete(slot);
-          })(),
-        );
-
-      for (let slot = 0; slot < SLOTS; slot++) await launch(slot);
-      await sleep(500);
-      const actions: Record<number, () => void> = {
-        6: () => freeze(0),
-        14: () => cut(1, 'cut'),
-        22: () => freeze(2),
-        28: () => cut(0, 'blackhole'),
-        34: () => cut(1, 'blip'),
-        40: () => freeze(1),
-        44: () => cut(2, 'cut'),
+      /** What happens to a slot's node before the redeploy of that number, done by the slot's own loop. */
+      const chaosAt: Record<number, 'freeze' | 'cut' | 'blackhole' | 'blip'> = {
+        6: 'freeze',
+        14: 'cut',
+        22: 'freeze',
+        28: 'blackhole',
+        34: 'blip',
+        40: 'freeze',
+        44: 'cut',
       };
-      let slot = 0;
-      for (let i = 0; i < REDEPLOYS; i++) {
-        actions[i]?.();
-        // The next slot no chaos action holds (there are three slots and at most two actions at once).
-        for (let tries = 0; tries < SLOTS && busy.has(slot % SLOTS); tries++) slot++;
-        const old = current[slot % SLOTS] as Incarnation;
+      const chaos = async (slot: number, what: 'freeze' | 'cut' | 'blackhole' | 'blip') => {
+        if (what === 'freeze') {
+          const frozen = current[slot] as Incarnation;
+          frozen.node.child.kill('SIGSTOP');
+          frozen.frozenAt = Date.now();
+          counts.freezes++;
+          await sleep(TTL_MS + 1500);
+          frozen.node.child.kill('SIGCONT');
+          return;
+        }
+        const proxy = proxies[slot] as TcpProxy;
+        if (what === 'blackhole') proxy.blackhole();
+        else proxy.cut();
+        counts[what === 'cut' ? 'cuts' : what === 'blackhole' ? 'blackholes' : 'blips']++;
+        await sleep(what === 'blip' ? 300 : TTL_MS + 1500);
+        // Silent connections are reset before new ones go through again.
+        proxy.cut();
+        proxy.restore();
+      };
+      const redeploy = async (slot: number, i: number) => {
+        const old = current[slot] as Incarnation;
         const how = i % 3 === 2 ? 'SIGKILL' : 'SIGTERM';
         await old.load.stop();
         const code = await old.node.stop(how);
@@ -261,10 +244,24 @@ export function describeSqlLeaseNodes(dialect: ServerDialect): void {
             `${old.identity} stopped cleanly and still holds a worker ID`,
           );
         } else counts.kills++;
-        await launch(slot % SLOTS);
-        slot++;
-      }
-      await Promise.all(chaos);
+        await launch(slot);
+      };
+
+      for (let slot = 0; slot < SLOTS; slot++) await launch(slot);
+      await sleep(500);
+      // The slots are redeployed side by side, as an orchestrator rolls several containers at once;
+      // while one slot's node is frozen or cut off, the others go on being redeployed.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: SLOTS }, async (_, slot) => {
+          while (next < REDEPLOYS) {
+            const i = next++;
+            const what = chaosAt[i];
+            if (what !== undefined) await chaos(slot, what);
+            await redeploy(slot, i);
+          }
+        }),
+      );
       await sleep(1000);
       for (const incarnation of current) await incarnation.load.stop();
       for (const incarnation of current) {
