@@ -1,19 +1,23 @@
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { backendOf } from '../stores/store-registry.js';
+import { initLeaseTable, LEASE_DDL } from '../worker-ids/sql/sql-lease-backend.js';
 import { DB_FENCE, DB_INIT } from './option-table.js';
 import { didYouMean, parseCommand, usage } from './options.js';
 import { commandStore, storeOf, withStore } from './store-options.js';
 
 /**
- * `frond db init [--print]`: prints the DDL of leaf_alloc for the store's dialect (no connection),
- * or creates the table if it is missing. An existing table, Leaf's included, is never altered. The
- * one command that creates an SQLite store (and its data dir) where none is.
+ * `frond db init [--print]`: prints the DDL of leaf_alloc and frond's tables for the store's dialect
+ * (no connection), or creates the tables that are missing. An existing table, Leaf's included, is
+ * never altered. The one command that creates an SQLite store (and its data dir) where none is. A
+ * database server also gets `frond_worker_lease`, for `--worker-lease-store store`.
  */
 async function init(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, sources } = parseCommand(DB_INIT, args, { rejectUnknownEnv: true });
   if (settings.print) {
-    out(`${backendOf(storeOf(settings)).ddl};`);
+    const backend = backendOf(storeOf(settings));
+    const lease = LEASE_DDL[backend.name];
+    out(`${[backend.ddl, ...(lease === undefined ? [] : [lease])].join(';\n\n')};`);
     return 0;
   }
   const choice = commandStore(settings, sources);
@@ -21,11 +25,11 @@ async function init(args: string[], out: (line: string) => void): Promise<number
   const existed = choice.file === undefined || existsSync(choice.file);
   const [found, where] = await withStore(
     choice,
-    async (store) =>
-      [
-        store.init === undefined ? (existed ? 'exists' : 'created') : await store.init(),
-        store.description,
-      ] as const,
+    async (store) => {
+      const check = store.init === undefined ? (existed ? 'exists' : 'created') : await store.init();
+      await initLeaseTable(choice.spec);
+      return [check, store.description] as const;
+    },
     { create: true },
   );
   out(

@@ -21,8 +21,9 @@ ssl-key, tls-version); see docs/databases.md. 'frond db init --print' shows the 
 
 Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
 coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one
-worker ID per ip:port, never reused); --zk --worker-lease or --etcd lease them while a node runs and
-reuse them once free. See docs/worker-ids.md.
+worker ID per ip:port, never reused); --zk --worker-lease, --etcd or --worker-lease-store (a table
+in PostgreSQL or MySQL: 'store' for the database of --store, or a URL) lease them while a node runs
+and reuse them once free. See docs/worker-ids.md.
 
 Load balancers check GET /readyz (503 while the node cannot serve); GET /healthz is liveness only.
 

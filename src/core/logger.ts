@@ -60,6 +60,7 @@ export type LogEvent =
   | 'worker.cache_mismatch'
   | 'worker.claim_waiting'
   | 'worker.clock_compared'
+  | 'worker.connection_lost'
   | 'worker.heartbeat_failed'
   | 'worker.holder_check'
   | 'worker.leaf_cache_failed'

@@ -55,17 +55,18 @@ export function sharedCoordinatorOptions(selectingFlags: string) {
       name: 'workerLease',
       flag: 'worker-lease',
       default: false,
-      help: 'lease mode on ZooKeeper (etcd is always lease mode)',
+      help: 'lease mode on ZooKeeper (etcd and `--worker-lease-store` are always lease mode)',
     }),
     integer({
       name: 'workerLeaseTtlMs',
       flag: 'worker-lease-ttl-ms',
       default: DEFAULT_LEASE_TTL_MS,
-      // ZooKeeper's floor is 2 ticks (4 s with its default tickTime, 1 s in scripts/services.sh); etcd's is 2 s.
+      // ZooKeeper's floor is 2 ticks (4 s with its default tickTime, 1 s in scripts/services.sh); etcd's
+      // is 2 s; SQL leases have none of their own (a heartbeat every third of it must fit its round trips).
       min: 1_000,
       max: 10 * MINUTE,
       unit: 'ms',
-      help: 'ZooKeeper session timeout or etcd lease TTL',
+      help: 'ZooKeeper session timeout, or etcd or SQL lease TTL',
     }),
     integer({
       name: 'coordinatorTimeoutMs',
@@ -74,7 +75,7 @@ export function sharedCoordinatorOptions(selectingFlags: string) {
       min: 100,
       max: 10 * MINUTE,
       unit: 'ms',
-      help: 'bound on connecting and on every call to ZooKeeper or etcd',
+      help: 'bound on connecting and on every call to ZooKeeper, etcd or the lease database',
     }),
     integer({
       name: 'clockMaxSkewMs',

@@ -5,18 +5,18 @@ import type { WorkerIdSource } from '../core/worker-id-source.js';
 
 /** A coordinator and how to use it, once the settings are checked (`coordinatorConfig`). */
 export interface CoordinatorConfig {
-  /** The backend's `kind`: `zookeeper` or `etcd`. */
+  /** The backend's `kind`: `zookeeper`, `etcd` or `sql`. */
   kind: string;
-  /** ZooKeeper `host:port[,…]`, or etcd `http://host:port` URLs. */
+  /** ZooKeeper `host:port[,…]`, etcd `http://host:port` URLs, or one database URL (with its password). */
   endpoints: string[];
-  /** Leaf's `leaf.name`: `/snowflake/{name}/…` in ZooKeeper and etcd. */
+  /** Leaf's `leaf.name`: `/snowflake/{name}/…` in ZooKeeper and etcd, the rows' `name` in SQL. */
   name: string;
   /** Lease mode (worker IDs reused after their lease) rather than Leaf's persistent layout. */
   lease: boolean;
   /** `--advertise host:port` (or only the port, from `--advertise-port`); the rest is detected. */
   advertiseHost: string | undefined;
   advertisePort: number | undefined;
-  /** ZooKeeper session timeout or etcd lease TTL in lease mode. */
+  /** ZooKeeper session timeout, etcd or SQL lease TTL in lease mode. */
   workerLeaseTtlMs: number;
   /** Bound on connecting and on each call to the coordinator. */
   coordinatorTimeoutMs: number;
@@ -24,6 +24,12 @@ export interface CoordinatorConfig {
   clockMaxSkewMs: number;
   /** Leaf layout: Leaf's `java.io.tmpdir`, for its worker cache file; undefined: not used. */
   leafTmpdir?: string | undefined;
+}
+
+/** The settings besides its own that a backend's endpoints may refer to. */
+export interface EndpointSettings {
+  /** `--store`, where segment mode keeps leaf_alloc; undefined: the data dir's SQLite file. */
+  store?: string | undefined;
 }
 
 /** What every source is opened with besides its own configuration. */
@@ -66,6 +72,13 @@ export interface CoordinatorBackend<S extends string = string> {
   readonly endpointsUsage: string;
   /** `last`: the list's last endpoint (ZooKeeper's chroot, `host:port/path`, may follow only it). */
   isEndpoint(endpoint: string, last: boolean): boolean;
+  /**
+   * The endpoints of its setting's value, for a backend whose value is not a comma list checked
+   * item by item with `isEndpoint`: a database URL, whose password may hold a comma and must not be
+   * repeated in an error. `settings` are the other settings it may refer to (`--store`). Throws a
+   * one-line error.
+   */
+  endpointsOf?(value: string, settings: EndpointSettings): string[];
   /** Whether it also offers Leaf's persistent layout (identity = ip:port); if not, always lease mode. */
   readonly leafLayout: boolean;
   open(config: CoordinatorConfig, identity: NodeIdentity, context: WorkerSourceContext): WorkerIdSource;

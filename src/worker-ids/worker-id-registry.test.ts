@@ -45,4 +45,30 @@ describe('worker-ID backend registry', () => {
       /--etcd "127.0.0.1:2379" is invalid: use http:\/\/host:port/,
     );
   });
+
+  it('takes one database URL for SQL leases, or the one --store names, never split at a comma', () => {
+    const own = coordinatorConfig({ ...base, workerLeaseStore: 'postgres://u:a,b@db/ids' });
+    assert.deepEqual([own?.kind, own?.lease, own?.endpoints], ['sql', true, ['postgres://u:a,b@db/ids']]);
+    const shared = coordinatorConfig({
+      ...base,
+      store: 'mysql://frond@db/ids',
+      workerLeaseStore: 'store',
+    });
+    assert.deepEqual(shared?.endpoints, ['mysql://frond@db/ids']);
+    assert.throws(
+      () => coordinatorConfig({ ...base, store: 'sqlite:ids.db', workerLeaseStore: 'store' }),
+      (error) =>
+        isFrondError(error, 'INVALID_ARGUMENT') && /SQLite file is one machine's/.test(error.message),
+    );
+    assert.throws(
+      () => coordinatorConfig({ ...base, workerLeaseStore: 'postgres://u:secret@db/ids?pool=0' }),
+      (error) =>
+        isFrondError(error, 'INVALID_CONFIG') &&
+        /^--worker-lease-store postgres:\/\/\*\*\*@db\/ids\?pool=0: pool="0" is invalid/.test(error.message),
+    );
+    assert.throws(
+      () => coordinatorConfig({ ...base, workerLeaseStore: 'mysql://db/ids', etcd: 'http://127.0.0.1:2379' }),
+      /--etcd and --worker-lease-store: pick one/,
+    );
+  });
 });

@@ -5,7 +5,13 @@ import type { WorkerIdSource } from '../core/worker-id-source.js';
 import { sharedCoordinatorOptions } from './coordinator-options.js';
 import { etcdBackend } from './etcd/etcd-backend.js';
 import { FileWorkerIdSource } from './file/file-worker-id-source.js';
-import type { CoordinatorBackend, CoordinatorConfig, WorkerSourceContext } from './worker-id-backend.js';
+import { sqlBackend } from './sql/sql-backend.js';
+import type {
+  CoordinatorBackend,
+  CoordinatorConfig,
+  EndpointSettings,
+  WorkerSourceContext,
+} from './worker-id-backend.js';
 import { zookeeperBackend } from './zookeeper/zookeeper-backend.js';
 
 export type { CoordinatorConfig, WorkerSourceContext } from './worker-id-backend.js';
@@ -17,9 +23,10 @@ export type { CoordinatorConfig, WorkerSourceContext } from './worker-id-backend
 export const COORDINATOR_BACKENDS = [
   zookeeperBackend,
   etcdBackend,
+  sqlBackend,
 ] as const satisfies readonly CoordinatorBackend[];
 
-/** Each backend's own setting, the one that selects it: `--zk`, `--etcd`. */
+/** Each backend's own setting, the one that selects it: `--zk`, `--etcd`, `--worker-lease-store`. */
 const BACKEND_OPTIONS = COORDINATOR_BACKENDS.map((backend) => backend.option);
 
 const SHARED_OPTIONS = sharedCoordinatorOptions(
@@ -38,7 +45,8 @@ export const COORDINATOR_OPTIONS = [...BACKEND_OPTIONS, ...SHARED_OPTIONS] as co
  * backend's endpoints may be absent (only the chosen backend's are given).
  */
 export type CoordinatorFlags = Partial<SettingsOf<typeof BACKEND_OPTIONS>> &
-  SettingsOf<typeof SHARED_OPTIONS> & {
+  SettingsOf<typeof SHARED_OPTIONS> &
+  EndpointSettings & {
     workerId: number | undefined;
     /** The HTTP port: the identity's port unless advertised. */
     port: number;
@@ -72,10 +80,13 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
   // node and takes its number, the number frond takes from the child's name at once.
   if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name === '.' || name === '..')
     throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.', '_' and '-'`);
-  const endpoints = (endpointsOf(flags, backend) as string)
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '');
+  const value = endpointsOf(flags, backend) as string;
+  const endpoints =
+    backend.endpointsOf?.(value, flags) ??
+    value
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '');
   if (endpoints.length === 0) throw usage(`${flag} is empty`);
   for (const [i, endpoint] of endpoints.entries()) {
     if (!backend.isEndpoint(endpoint, i === endpoints.length - 1))
@@ -126,7 +137,7 @@ export function detectIpv4(interfaces = networkInterfaces()): string | undefined
   return undefined;
 }
 
-/** The worker-ID source the flags ask for: the data dir's file, ZooKeeper (Leaf or lease mode), or etcd. */
+/** The worker-ID source the flags ask for: the data dir's file, ZooKeeper (Leaf or lease mode), etcd or SQL leases. */
 export function openWorkerIdSource(
   config: CoordinatorConfig | undefined,
   context: WorkerSourceContext,
@@ -148,7 +159,7 @@ export function openWorkerIdSource(
 
 /** The endpoints `flags` give for `backend`, if any. */
 function endpointsOf(flags: CoordinatorFlags, backend: CoordinatorBackend): string | undefined {
-  const value = (flags as Record<string, unknown>)[backend.option.name];
+  const value = (flags as unknown as Record<string, unknown>)[backend.option.name];
   return typeof value === 'string' ? value : undefined;
 }
 

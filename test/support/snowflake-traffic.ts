@@ -38,8 +38,11 @@ export interface Traffic {
   stop(): Promise<void>;
 }
 
-/** Asks `node` for batches of IDs, one request at a time, until stopped (at most 20,000 requests). */
-export function traffic(node: { url: string }, count = 20): Traffic {
+/**
+ * Asks `node` for batches of IDs, one request at a time, until stopped (at most 20,000 requests);
+ * `pauseMs` between requests leaves the machine's cores to the nodes when many run.
+ */
+export function traffic(node: { url: string }, count = 20, pauseMs = 0): Traffic {
   const ids: bigint[] = [];
   const statuses = new Map<number, number>();
   let running = true;
@@ -51,6 +54,7 @@ export function traffic(node: { url: string }, count = 20): Traffic {
         count1(answer.status);
         if (answer.status === 200)
           ids.push(...(JSON.parse(answer.body) as { ids: string[] }).ids.map(BigInt));
+        if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       } catch {
         if (!running) break;
         count1(0);

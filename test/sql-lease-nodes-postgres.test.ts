@@ -1,0 +1,3 @@
+import { describeSqlLeaseNodes } from './sql-lease-nodes.scenario.js';
+
+describeSqlLeaseNodes('postgres');
