@@ -18,6 +18,9 @@ after(() => database.drop());
 /** Tables are dropped in this one: no other test's store works on it. */
 const dropped = testDatabase('mysql');
 after(() => dropped.drop());
+/** Made utf8mb4_unicode_ci before frond creates its tables: a collation that ignores U+0001. */
+const unicode = testDatabase('mysql');
+after(() => unicode.drop());
 
 const raw: RawTable = {
   async deleteRow(t, tag) {
@@ -179,4 +182,26 @@ describe('MariaDB: a removed name under another spelling of the same key', () =>
         await store.close();
       }
     });
+});
+
+// utf8mb4_unicode_ci ignores U+0001 and case: the new-names record ('\u0001frond new names')
+// compared equal to a tag named `Frond New Names`, whose own high-water then became the first ID of
+// every new name (101 on a database never fenced).
+describe('MariaDB: the new-names record under a collation that ignores control characters', () => {
+  it('is never a tag of that name', async (t) => {
+    const db = await unicode.open(t);
+    if (db === undefined) return;
+    await db.sql(`ALTER DATABASE ${db.name} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    const store = bare(openStore(db.url));
+    try {
+      await store.addTag({ tag: 'Frond New Names', step: 100, start: 1n });
+      assert.equal((await store.advance('Frond New Names'))?.maxId, 101n);
+      const tag = randomTag();
+      await store.addTag({ tag, step: 10, start: 1n });
+      assert.equal((await store.tag(tag))?.maxId, 1n, 'a new name starts where its row says');
+      assert.equal((await store.advance(tag))?.maxId, 11n);
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -10,18 +10,26 @@
  * person inserts it by hand. A database never fenced has no such row, and new names start where
  * their row says, as on Leaf.
  */
-export const NEW_NAMES = '\u0001new names';
+export const NEW_NAMES = '\u0001frond new names';
 
 /** NEW_NAMES as an SQL string literal: the text is fixed, so it is spliced in, not bound. */
 const NEW_NAMES_SQL = `'${NEW_NAMES}'`;
+
+/**
+ * How a store compares a column with a literal byte for byte. PostgreSQL and SQLite compare text
+ * so by default; MySQL/MariaDB's Unicode collations ignore U+0001 and case, and there a tag named
+ * `New Names` read as the record (seen with utf8mb4_unicode_ci), so it passes its own.
+ */
+export type ExactText = (column: string, literal: string) => string;
+const plainEquals: ExactText = (column, literal) => `${column} = ${literal}`;
 
 /**
  * The record a name goes on from, in SQL: its own frond_high_water row, or for a name without one
  * the new-names record, or `fallback` when there is neither. `tag` is the SQL expression of the
  * name (a parameter or a column).
  */
-export function recordOf(tag: string, fallback: string): string {
-  return `COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), (SELECT n.max_id FROM frond_high_water n WHERE n.biz_tag = ${NEW_NAMES_SQL}), ${fallback})`;
+export function recordOf(tag: string, fallback: string, exact: ExactText = plainEquals): string {
+  return `COALESCE((SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ${tag}), (SELECT n.max_id FROM frond_high_water n WHERE ${exact('n.biz_tag', NEW_NAMES_SQL)}), ${fallback})`;
 }
 
 /**

@@ -6,9 +6,9 @@ import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-
 import { kindOf } from '../../core/tag-kind.js';
 import { errorCode, INT, MysqlConnections } from '../../sql/mysql-connections.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
-import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
+import { type ExactText, NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
-import { FENCE_FLOOR, ROW_GONE } from '../sql/fence-sql.js';
+import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
@@ -57,6 +57,16 @@ export const MYSQL_FROND_DDL = [
 const exactTag = (column: string) =>
   `${column} = ? AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(? AS BINARY)`;
 
+/**
+ * A column and a literal compared byte for byte: the Unicode collations ignore U+0001 and case, so
+ * the new-names record compared equal to a tag named `New Names` (new-names.ts).
+ */
+const exactText: ExactText = (column, literal) =>
+  `${column} = ${literal} AND CAST(CONVERT(${column} USING utf8mb4) AS BINARY) = CAST(CONVERT(${literal} USING utf8mb4) AS BINARY)`;
+
+/** Every tag up by the skip from its floor (fence-sql.ts). */
+const FENCE_FLOOR = fenceFloor(exactText);
+
 /** An advance that InnoDB picked as a deadlock victim is tried this often in all. */
 const DEADLOCK_ATTEMPTS = 10;
 
@@ -79,7 +89,7 @@ const SERVER_IDENTITY = `SELECT ${IDENTITY_SQL} AS identity`;
  * parameters are the tag (floor), the step, the tag twice (exactTag), the tag (floor), the step.
  */
 const advanceSql = (by: string) => {
-  const floor = `GREATEST(max_id, ${recordOf('?', 'max_id')})`;
+  const floor = `GREATEST(max_id, ${recordOf('?', 'max_id', exactText)})`;
   return `UPDATE leaf_alloc SET max_id = ${floor} + ${by} WHERE ${exactTag('biz_tag')} AND ${floor} <= ${MAX_SEGMENT_ID} - ${by}`;
 };
 const ADVANCE_BY_TABLE_STEP = advanceSql('step');
@@ -127,7 +137,7 @@ type AdvanceOutcome =
  * it). The tag, the start, the tag, the start, the step and the description.
  */
 const INSERT_TAG_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
-  VALUES (?, GREATEST(${INT}, ${recordOf('?', INT)}), ${INT}, ?)`;
+  VALUES (?, GREATEST(${INT}, ${recordOf('?', INT, exactText)}), ${INT}, ?)`;
 
 /**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
@@ -265,7 +275,9 @@ class MysqlDialect implements SqlDialect {
     // on the gap where it goes: InnoDB may pick either as a deadlock victim and roll it back whole,
     // so it is simply run again.
     return this.withDeadlockRetry(() =>
-      this.connections.transaction('fence', async (sql) => {
+      // Under the tags' lock (TAGS_LOCK), as adds and removals: an add that committed while the
+      // fence ran would be missed by its UPDATE (seen on PostgreSQL; here for the same reason).
+      this.connections.exclusiveTransaction('fence', TAGS_LOCK, async (sql) => {
         const [identityRows] = await sql(SERVER_IDENTITY);
         const identity = serverIdentity(identityRows);
         const lock = async () =>
@@ -428,7 +440,7 @@ class MysqlDialect implements SqlDialect {
 }
 
 /**
- * The lock every add and removal of a tag takes (GET_LOCK), one for all names: the default
+ * The lock every add, removal and fence takes (GET_LOCK), one for all names: the default
  * collations make one key of names that differ in case, accents or trailing blanks (and more), which
  * no lock name computed here could match exactly, and adds and removals are rare.
  */

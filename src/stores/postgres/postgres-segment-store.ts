@@ -8,7 +8,7 @@ import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
 import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
-import { FENCE_FLOOR, ROW_GONE } from '../sql/fence-sql.js';
+import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
 
 /**
@@ -155,12 +155,17 @@ INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM gone
   RETURNING max_id`;
 
 /**
- * The transaction lock that adds and removals of one name take: an advisory lock in frond's own
- * key space (the first key, 'frnd' in ASCII, keeps it apart from an application's advisory locks
- * on the same database), the second a hash of the name. Two names with one hash only wait for
- * each other.
+ * The transaction lock that adds, removals and fences take, one for every name: an advisory lock in
+ * frond's own key space (the first key, 'frnd' in ASCII, keeps it apart from an application's
+ * advisory locks on the same database). A fence takes it too: an add that committed while a fence
+ * ran was missed by the fence's UPDATE and read the new-names record from before it, so a tag the
+ * restore had lost came back at its old IDs (5,000 of 12,000 twice). Adds and removals are rare; a
+ * fence is rarer.
  */
-const NAME_LOCK = 'SELECT pg_advisory_xact_lock(1718775396, hashtext($1::text))';
+const TAGS_LOCK = 'SELECT pg_advisory_xact_lock(1718775396, 0)';
+
+/** Every tag up by the skip from its floor (fence-sql.ts). */
+const FENCE_FLOOR = fenceFloor();
 
 /** PostgreSQL's undefined_table, undefined_column and unique_violation. */
 const UNDEFINED_TABLE = '42P01';
@@ -258,11 +263,14 @@ class PostgresDialect implements SqlDialect {
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
     // A failed fence leaves nothing behind; if the connection broke, the server rolls back.
-    return this.connections.transaction((client) => fenceIn(client, request));
+    return this.connections.transaction(async (client) => {
+      await this.lockTags(client, 'fencing the database');
+      return fenceIn(client, request);
+    });
   }
 
   /**
-   * Adds and removals of one name hold its lock (NAME_LOCK) for their transaction, and read after
+   * Adds and removals hold the tags' lock (TAGS_LOCK) for their transaction, and read after
    * taking it: under READ COMMITTED each statement has a snapshot of its own, so the insert's
    * checks see a removal that committed while it waited. Without it, an insert whose snapshot
    * still held a row being removed waited for the removal and went through: a name that served
@@ -271,7 +279,7 @@ class PostgresDialect implements SqlDialect {
   async insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
     const values = [tag.tag, tag.start.toString(), tag.step, tag.description ?? null];
     const result = await this.connections.transaction(async (client) => {
-      await this.lockName(client, tag.tag);
+      await this.lockTags(client, `adding tag ${tag.tag}`);
       return opaque === undefined
         ? await client.query({ text: INSERT_PLAIN, values })
         : await client.query({ text: INSERT_OPAQUE, values: [...values, opaque.domain, opaque.keyCheck] });
@@ -282,7 +290,7 @@ class PostgresDialect implements SqlDialect {
 
   async deleteTag(tag: string): Promise<bigint | undefined> {
     const result = await this.connections.transaction(async (client) => {
-      await this.lockName(client, tag);
+      await this.lockTags(client, `removing tag ${tag}`);
       return client.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
     });
     const row = result.rows[0];
@@ -290,23 +298,24 @@ class PostgresDialect implements SqlDialect {
   }
 
   /**
-   * NAME_LOCK within half the statement timeout (lock_timeout, for this transaction only), so a
+   * TAGS_LOCK within half the statement timeout (lock_timeout, for this transaction only), so a
    * holder that hangs, an operator's console, say, fails the call in a line that says so, not in
-   * the server's "canceling statement due to statement timeout".
+   * the server's "canceling statement due to statement timeout". `what` is the caller, for it.
    */
-  private async lockName(client: pg.PoolClient, tag: string): Promise<void> {
+  private async lockTags(client: pg.PoolClient, what: string): Promise<void> {
     const waitMs = Math.max(1, Math.floor(this.queryTimeoutMs / 2));
     await client.query(`SET LOCAL lock_timeout = ${waitMs}`);
     try {
-      await client.query(NAME_LOCK, [tag]);
+      await client.query(TAGS_LOCK);
     } catch (error) {
       if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
       throw new FrondError(
         'STORE_UNAVAILABLE',
-        `${this.description}: tag ${tag} is being added or removed by another connection, which held its lock for ${waitMs} ms; try again`,
+        `${this.description}: ${what}: tags are being added, removed or fenced by another connection, which held their lock for ${waitMs} ms; try again`,
         { cause: error },
       );
     }
+    await client.query('SET LOCAL lock_timeout = 0');
   }
 
   isMissingTable(error: unknown): boolean {

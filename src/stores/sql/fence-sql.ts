@@ -1,4 +1,4 @@
-import { recordOf } from '../new-names.js';
+import { type ExactText, recordOf } from '../new-names.js';
 
 // SQL fragments the PostgreSQL and MySQL fences share, word for word: both databases read them the
 // same, and a fence that raised from another floor on one of them served IDs twice after a restore.
@@ -9,7 +9,8 @@ import { recordOf } from '../new-names.js';
  * restore of a dump taken after that landed the fence below ranges served after the dump (300 IDs
  * twice on each database).
  */
-export const FENCE_FLOOR = `GREATEST(max_id, ${recordOf('leaf_alloc.biz_tag', 'max_id')})`;
+export const fenceFloor = (exact?: ExactText) =>
+  `GREATEST(max_id, ${recordOf('leaf_alloc.biz_tag', 'max_id', exact)})`;
 
 /**
  * A frond_high_water row `h` whose tag has no row in leaf_alloc: a removed tag, or the new-names
