@@ -47,12 +47,16 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
       '--opaque needs the opaque-ID secret the nodes share: set FROND_OPAQUE_SECRET_FILE (or FROND_OPAQUE_SECRET)',
     );
   const setting = { domain: formatDomain(domain), keyCheck: secret.keyCheck(tag, domain) };
-  const where = await withStore(choice, async (store) => {
+  const [row, where] = await withStore(choice, async (store) => {
     await store.addTag({ tag, step, start, description }, setting);
-    return store.description;
+    return [await store.tag(tag), store.description] as const;
   });
+  // A fence raised the first ID of every new name (src/stores/new-names.ts): the row says where.
+  const first = row !== undefined && row.maxId > start ? row.maxId : start;
+  const raised =
+    first === start ? '' : `, not ${start}: a fence after a failover or restore raised every new name`;
   out(
-    `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${start}, step ${step}, secret fingerprint ${secret.fingerprint} (store ${where})`,
+    `added opaque tag ${tag}: ${setting.domain}, segment IDs from ${first}${raised}, step ${step}, secret fingerprint ${secret.fingerprint} (store ${where})`,
   );
   return 0;
 }
