@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { readLeafProperties } from '../src/cli/config-sources.js';
+import { loadJavaProperties, MalformedPropertiesError } from '../src/cli/java-properties.js';
 import { SERVE_OPTIONS } from '../src/cli/option-table.js';
 import { parseServeArgs } from '../src/cli/serve.js';
 import { isFrondError } from '../src/core/errors.js';
@@ -520,6 +521,191 @@ describe('Leaf compatibility: two live processes on one worker ID (item 7)', () 
     assert.ok(
       !again.logs.some((line) => line.includes('worker.holder_check')),
       'no watch after a clean stop',
+    );
+  });
+});
+
+/**
+ * Tricky files and what `java.util.Properties.load(InputStream)` makes of them: each expected map was
+ * printed once by JDK 17.0.15 (`new Properties().load(new FileInputStream(file))`, the keys sorted),
+ * the way Leaf loads leaf.properties (leaf-core/src/main/java/com/sankuai/inf/leaf/common/
+ * PropertyFactory.java). The files are bytes: each character of a text below is one byte
+ * (`\xc3\xa9` is UTF-8 "é", which Java reads as ISO-8859-1 "Ã©"). `malformed`: load throws
+ * IllegalArgumentException ("Malformed \uxxxx encoding."), which Leaf's PropertyFactory does not
+ * catch, so Leaf does not start.
+ */
+const PROPERTIES_CORPUS: [string, string, Record<string, string> | 'malformed'][] = [
+  [
+    'trailing-blanks',
+    'leaf.name=orders \nleaf.snowflake.zk.address = 127.0.0.1:2181\t\nleaf.jdbc.password=pw  \nplain=x\n',
+    {
+      'leaf.jdbc.password': 'pw  ',
+      'leaf.name': 'orders ',
+      'leaf.snowflake.zk.address': '127.0.0.1:2181\t',
+      plain: 'x',
+    },
+  ],
+  [
+    'separators',
+    'a=1\nb:2\nc 3\nd = 4\ne : 5\nf\t=\t6\ng==7\nh = = 8\ni:=9\nj =:10\nk\nl=\nm   \n\fn\f=\f11\n',
+    {
+      a: '1',
+      b: '2',
+      c: '3',
+      d: '4',
+      e: '5',
+      f: '6',
+      g: '=7',
+      h: '= 8',
+      i: '=9',
+      j: ':10',
+      k: '',
+      l: '',
+      m: '',
+      n: '11',
+    },
+  ],
+  [
+    'escaped-keys',
+    'key\\ with\\ spaces=v1\nk\\=eq=v2\nk\\:colon:v3\n\\#notcomment=v4\n\\!bang=v5\n=empty key\n:colon key\n',
+    {
+      '': 'colon key',
+      '!bang': 'v5',
+      '#notcomment': 'v4',
+      'k:colon': 'v3',
+      'k=eq': 'v2',
+      'key with spaces': 'v1',
+    },
+  ],
+  [
+    'comments',
+    '# a comment\n! another\n   # indented comment\n\t! tab comment\na=b # not a comment\n#c=d\nx=1\\\n# not a comment: continued\n',
+    { a: 'b # not a comment', x: '1# not a comment: continued' },
+  ],
+  [
+    'continuations',
+    'm=a\\\n   b\nn=a \\\nb \\\n  c\np=ends with two\\\\\nq=next\ns=three\\\\\\\n  more\nt=\\\n\n u=after blank\n',
+    { m: 'ab', n: 'a b c', p: 'ends with two\\', q: 'next', s: 'three\\more', t: '', u: 'after blank' },
+  ],
+  ['lone-backslash', '\\\n#x=comment after a lone backslash\ny=1\n', { y: '1' }],
+  [
+    'unicode',
+    't=\\u0041\\u00e9\\u4e2d\nu=caf\\u00E9\nv=\xc3\xa9\nw=\\t\\n\\r\\f\\b\\z\\\\\\"\\\'\n',
+    { t: 'A\xe9\u4e2d', u: 'caf\xe9', v: '\xc3\xa9', w: '\t\n\r\fbz\\"\'' },
+  ],
+  [
+    'line-endings',
+    'crlf=1\r\ncr=2\rlf=3\ncont=a\\\r\n  b\r\ncontcr=c\\\r  d\r',
+    { cont: 'ab', contcr: 'cd', cr: '2', crlf: '1', lf: '3' },
+  ],
+  ['duplicates', 'dup=first\ndup=second\n  dup   =   third  \n', { dup: 'third  ' }],
+  ['eof-backslash', 'a=1\nlast=value\\', { a: '1', last: 'value' }],
+  ['eof-no-newline', 'a=1\nb=2', { a: '1', b: '2' }],
+  ['malformed-short', 'ok=1\nx=\\u12\n', 'malformed'],
+  ['malformed-hex', 'x=\\uZZZZ\n', 'malformed'],
+];
+
+describe("Leaf compatibility: leaf.properties read as Java's Properties.load reads it", () => {
+  it('reads every file of the corpus to the keys and values JDK 17 printed for it', () => {
+    for (const [name, text, expected] of PROPERTIES_CORPUS) {
+      const bytes = Buffer.from(text, 'latin1');
+      if (expected === 'malformed') {
+        assert.throws(() => loadJavaProperties(bytes), MalformedPropertiesError, name);
+        // --leaf-config refuses it in one line naming the line, as Leaf would not start.
+        const path = join(tempDir(), `${name}.properties`);
+        writeFileSync(path, bytes);
+        assert.throws(
+          () => readLeafProperties(path, SERVE_OPTIONS),
+          (error) =>
+            isFrondError(error, 'INVALID_CONFIG') &&
+            /malformed \\uxxxx escape in line \d, which Leaf's Properties\.load refuses/.test(error.message),
+          name,
+        );
+        continue;
+      }
+      const sorted = [...loadJavaProperties(bytes)].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      assert.deepEqual(Object.fromEntries(sorted), expected, name);
+    }
+  });
+
+  it('keeps trailing blanks of names and passwords, as Leaf, and warns once naming each key', () => {
+    const read = readLeafProperties(
+      leafProperties([
+        'leaf.name=orders ',
+        'leaf.jdbc.url=jdbc:mysql://127.0.0.1:3306/leaf',
+        'leaf.jdbc.username=root',
+        'leaf.jdbc.password=s3cret\t',
+        'leaf.snowflake.port=7400 ',
+      ]),
+      SERVE_OPTIONS,
+    );
+    assert.equal(read.values.name, 'orders ');
+    // The tab is the password's last character, percent-encoded in the store URL.
+    assert.equal(read.values.store, 'mysql://root:s3cret%09@127.0.0.1:3306/leaf');
+    const blanks = read.warnings.filter((line) => / in a blank, kept as Leaf's Properties\.load/.test(line));
+    assert.equal(blanks.length, 1, read.warnings.join(' | '));
+    assert.match(
+      blanks[0] as string,
+      /leaf\.name, leaf\.jdbc\.password, leaf\.snowflake\.port end in a blank/,
+    );
+    assert.doesNotMatch(blanks[0] as string, /s3cret/, 'no value is shown: one may be a password');
+    // Bytes above 127 in a value are ISO-8859-1, as Java reads an InputStream; a comment's are not warned about.
+    const latin1 = readLeafProperties(
+      leafProperties(['# 注册中心为zk的配置', 'leaf.name=caf\u00e9']),
+      SERVE_OPTIONS,
+    );
+    assert.equal(latin1.values.name, 'caf\xc3\xa9');
+    assert.equal(latin1.warnings.length, 1, latin1.warnings.join(' | '));
+    assert.match(latin1.warnings[0] as string, /leaf\.name holds bytes above 127, read as ISO-8859-1/);
+  });
+
+  // SnowflakeZookeeperHolder.java: prefixZkPath = "/snowflake/" + snowflakeName, the name being
+  // PropertyFactory.getProperties().getProperty("leaf.name") (SnowflakeIDGenImpl.java), blank kept.
+  it('registers under the ZooKeeper path Leaf registers a name with a trailing blank under, beside its nodes', async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const name = `${randomName()} `;
+    const client = await zookeeperClient();
+    t.after(() => client.close());
+    const { forever } = zookeeperPaths(name);
+    assert.equal(forever, `/snowflake/${name}/forever`);
+    await client.mkdirp(forever);
+    // The Leaf node already registered under the name as Leaf reads it.
+    await client.create(
+      `${forever}/10.9.9.9:8080-`,
+      leafNodeData('10.9.9.9', 8080, Date.now()),
+      CreateMode.PERSISTENT_SEQUENTIAL,
+    );
+    const path = leafProperties([
+      `leaf.name=${name}`,
+      'leaf.segment.enable=false',
+      `leaf.snowflake.zk.address=${ZOOKEEPER}`,
+      'leaf.snowflake.port=7361',
+    ]);
+    const dir = tempDir();
+    const node = await startFrond([
+      '--leaf-config',
+      path,
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--advertise',
+      '127.0.0.1:7361',
+      '--data-dir',
+      dir,
+      '--leaf-tmpdir',
+      join(dir, 'tmp'),
+    ]);
+    t.after(() => node.stop('SIGKILL'));
+    const { children } = await client.getChildren(forever);
+    assert.deepEqual(children.sort(), ['10.9.9.9:8080-0000000000', '127.0.0.1:7361-0000000001']);
+    assert.equal(workerIdOf(node), 1, "the next worker ID after the Leaf node's, not 0 under another path");
+    assert.equal(await client.exists(zookeeperPaths(name.trimEnd()).forever), undefined);
+    assert.ok(
+      warningsOf(node).some((line) =>
+        /leaf\.name ends in a blank, kept as Leaf's Properties\.load/.test(line),
+      ),
+      node.logs.join('\n'),
     );
   });
 });
