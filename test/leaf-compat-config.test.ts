@@ -3,6 +3,7 @@
 // from Leaf's source (Meituan-Dianping/Leaf), the file cited at each test.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { readLeafProperties } from '../src/cli/config-sources.js';
@@ -14,7 +15,13 @@ import { detectIpv4 } from '../src/worker-ids/worker-id-registry.js';
 import { CreateMode } from '../src/worker-ids/zookeeper/zookeeper-client.js';
 import { leafNodeData, zookeeperPaths } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import { leafModeArgs, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
-import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
+import {
+  assertOneLineError,
+  type FrondProcess,
+  runFrond,
+  startFrond,
+  tempDir,
+} from './support/frond-process.js';
 import { workerIdOf } from './support/snowflake-traffic.js';
 import { testDatabase } from './support/test-database.js';
 
@@ -707,5 +714,84 @@ describe("Leaf compatibility: leaf.properties read as Java's Properties.load rea
       ),
       node.logs.join('\n'),
     );
+  });
+});
+
+/** A port free on 127.0.0.1 right now (the test's frond takes it a moment later). */
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("Leaf compatibility: Spring's port settings", () => {
+  // Leaf is run as `java -jar leaf.jar` (leaf-server/deploy/run.sh) and its port set the Spring Boot
+  // way: `--server.port=N` (SimpleCommandLinePropertySource, `--name=value` only) or the relaxed
+  // environment name SERVER_PORT of server.port (ServerProperties, @ConfigurationProperties
+  // "server"). Spring Boot 1.5's order ("Externalized Configuration"): command-line arguments, then
+  // OS environment variables, then application.properties.
+  it('listens on SERVER_PORT and on --server.port=N with --leaf-config, the command line first', async (t) => {
+    const file = leafProperties(['leaf.segment.enable=false']);
+    const base = ['--leaf-config', file, '--host', '127.0.0.1', '--worker-id', '4'];
+    const fromEnv = await freePort();
+    const node = await startFrond([...base, '--data-dir', tempDir()], {
+      env: { SERVER_PORT: String(fromEnv) },
+    });
+    t.after(() => node.stop('SIGKILL'));
+    assert.equal(new URL(node.url).port, String(fromEnv));
+    assert.equal((await fetch(`http://127.0.0.1:${fromEnv}/api/snowflake/get/a`)).status, 200);
+
+    const fromArg = await freePort();
+    const both = await startFrond([...base, `--server.port=${fromArg}`, '--data-dir', tempDir()], {
+      env: { SERVER_PORT: String(fromEnv) },
+    });
+    t.after(() => both.stop('SIGKILL'));
+    assert.equal(new URL(both.url).port, String(fromArg), 'the command line wins over the environment');
+  });
+
+  it("ranks Spring's settings as Spring does, frond's own beside them", () => {
+    const file = leafProperties([
+      'leaf.segment.enable=false',
+      'server.port=7003',
+      'server.address=127.0.0.3',
+    ]);
+    const port = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      parseServeArgs(['--leaf-config', file, '--worker-id', '1', ...args], env).port;
+    assert.equal(port([]), 7003, 'the file alone');
+    assert.equal(port([], { PORT: '7004' }), 7004, "the platform's PORT over the file");
+    assert.equal(port([], { PORT: '7004', SERVER_PORT: '7002' }), 7002, 'SERVER_PORT over PORT and the file');
+    assert.equal(port([], { SERVER_PORT: '7002', FROND_PORT: '7005' }), 7005, "frond's own variable first");
+    assert.equal(port(['--server.port=7001'], { SERVER_PORT: '7002', FROND_PORT: '7005' }), 7001);
+    assert.equal(port(['--port', '7006'], { SERVER_PORT: '7002' }), 7006);
+    const host = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      parseServeArgs(['--leaf-config', file, '--worker-id', '1', ...args], env).host;
+    assert.equal(host([], { SERVER_ADDRESS: '127.0.0.2' }), '127.0.0.2');
+    assert.equal(host(['--server.address=127.0.0.1'], { SERVER_ADDRESS: '127.0.0.2' }), '127.0.0.1');
+    // A bad value is refused naming where it came from, as any setting's.
+    assert.throws(
+      () => port([], { SERVER_PORT: 'http' }),
+      (error) =>
+        isFrondError(error, 'INVALID_ARGUMENT') && /^SERVER_PORT "http" is invalid/.test(error.message),
+    );
+    assert.throws(() => port(['--port', '1', '--server.port=2']), /--port and --server\.port: pick one/);
+    // Spring reads `--server.port 7001` as no value (and serves its default port): refused instead.
+    assert.throws(() => port(['--server.port', '7001']), /--server\.port takes its value after '='/);
+  });
+
+  it('refuses --server.port=N without --leaf-config and says SERVER_PORT is not used there', async () => {
+    const refused = await runFrond(['serve', '--server.port=7001', '--data-dir', tempDir()]);
+    assertOneLineError(
+      refused,
+      2,
+      /^frond: --server\.port=7001 is Spring's spelling, read with --leaf-config \(as Leaf runs\); without it give --port 7001$/,
+    );
+    const warnings: string[] = [];
+    const settings = parseServeArgs([], { SERVER_PORT: '7001' }, Date.now(), warnings);
+    assert.equal(settings.port, 8080);
+    assert.deepEqual(warnings, [
+      "SERVER_PORT=7001 is Spring's, read only with --leaf-config: it is not used (give --port or FROND_PORT)",
+    ]);
   });
 });

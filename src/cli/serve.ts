@@ -25,7 +25,7 @@ export function parseServeArgs(
   warnings: string[] = [],
 ): ServeSettings {
   // The files' paths come from flags or the environment, so those are read first.
-  const { raw } = parseRaw(SERVE, args, { env, rejectUnknownEnv: true });
+  const { raw } = parseRaw(SERVE, args, { env, rejectUnknownEnv: true, spring: 'skip' });
   const files: RawValues[] = [];
   const config = raw.values.config;
   if (typeof config === 'string') files.push(readConfigFile(config, SERVE_OPTIONS));
@@ -35,8 +35,33 @@ export function parseServeArgs(
     files.push(read);
     warnings.push(...read.warnings);
   }
-  const { settings, sources } = parseCommand(SERVE, args, { env, files, rejectUnknownEnv: true, now });
+  // Spring's `--server.port=N` and `SERVER_PORT` are how Leaf is run: read with Leaf's config.
+  const spring = typeof leaf === 'string' ? 'read' : 'refuse';
+  const { settings, sources } = parseCommand(SERVE, args, {
+    env,
+    files,
+    rejectUnknownEnv: true,
+    now,
+    spring,
+  });
+  if (spring === 'refuse') warnings.push(...springEnvUnread(sources, env));
   return typeof leaf === 'string' ? asLeafDoes(settings, sources, leaf, warnings) : settings;
+}
+
+/**
+ * `SERVER_PORT` (or `SERVER_ADDRESS`) set while nothing else sets the port: a Leaf user's variable
+ * that frond reads only with `--leaf-config`, said at start rather than silently passed over.
+ */
+function springEnvUnread(sources: Record<string, string>, env: NodeJS.ProcessEnv): string[] {
+  return SERVE_OPTIONS.filter(
+    (entry) =>
+      entry.springEnv !== undefined &&
+      (env[entry.springEnv] ?? '') !== '' &&
+      sources[entry.name] === undefined,
+  ).map(
+    (entry) =>
+      `${entry.springEnv}=${env[entry.springEnv as string]} is Spring's, read only with --leaf-config: it is not used (give --${entry.flag} or ${entry.env})`,
+  );
 }
 
 /**

@@ -95,8 +95,9 @@ export const SERVE_SETTINGS = [
     default: '127.0.0.1',
     describedDefault: '`127.0.0.1`; with `--leaf-config`, `0.0.0.0` as Leaf (logged)',
     leafKey: 'server.address',
+    springKey: 'server.address',
     placeholder: 'HOST',
-    help: 'address to listen on (`0.0.0.0` for all)',
+    help: "address to listen on (`0.0.0.0` for all); with `--leaf-config`, Spring's `--server.address=HOST` and `SERVER_ADDRESS` too",
   }),
   integer({
     name: 'port',
@@ -106,10 +107,11 @@ export const SERVE_SETTINGS = [
     min: 0,
     max: 65_535,
     leafKey: 'server.port',
+    springKey: 'server.port',
     short: 'p',
     // The platforms' convention (Heroku, Cloud Run, Render…): they say the port in PORT.
     platformEnv: 'PORT',
-    help: 'HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); `PORT` is read when `FROND_PORT` is not set',
+    help: "HTTP port, as Leaf (`0`: any free port, printed in the `listening` log line); with `--leaf-config`, Spring's `--server.port=N` and `SERVER_PORT` too; `PORT` after those",
   }),
   ...STORE_OPTIONS,
   WORKER_ID,
