@@ -52,19 +52,25 @@ function leafCachePath(tmpdir: string, name: string, port: number): string {
 
 describe('Leaf compatibility: listening (item 3)', () => {
   // Leaf is a Spring Boot application (leaf-server/.../LeafServerApplication.java) whose
-  // application.properties sets no server.address: Spring Boot then listens on every interface.
-  it('with --leaf-config listens on every interface, as Leaf, and says so at start', async (t) => {
+  // application.properties sets no server.address: Spring Boot then listens on every interface,
+  // with Tomcat's wildcard socket, which Java opens for IPv6 and IPv4 at once (a dual-stack socket).
+  it('with --leaf-config listens on every interface, IPv6 and IPv4, as Leaf, and says so at start', async (t) => {
     // Segment mode off; snowflake mode (Leaf's default: on) with a worker ID given on the command line.
     const both = leafProperties(['leaf.segment.enable=false']);
     const args = ['--leaf-config', both, '--port', '0', '--data-dir', tempDir(), '--worker-id', '3'];
     const node = await startFrond(args);
     t.after(() => node.stop('SIGKILL'));
-    assert.equal(listeningHost(node), '0.0.0.0');
+    assert.equal(listeningHost(node), '[::]');
     assert.ok(
-      warningsOf(node).some((message) => /every interface \(0\.0\.0\.0\) as Leaf does/.test(message)),
+      warningsOf(node).some((message) => /every interface, IPv6 and IPv4 \(::\), as Leaf does/.test(message)),
       node.logs.join('\n'),
     );
     const port = new URL(node.url).port;
+    // Both loopbacks, as a client of a Java server on this machine reaches it.
+    for (const host of ['127.0.0.1', '[::1]']) {
+      const answer = await fetch(`http://${host}:${port}/api/snowflake/get/any`);
+      assert.equal(answer.status, 200, host);
+    }
     const ip = detectIpv4();
     if (ip !== undefined) {
       // A remote client's way in: the machine's own address, not loopback.

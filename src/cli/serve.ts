@@ -3,6 +3,7 @@ import { systemClock } from '../core/clock.js';
 import { describeError, FrondError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster/cluster.js';
+import { EVERY_INTERFACE } from '../server/start/listen.js';
 import { createLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
 import { WORKER_ID } from '../server/start/serve-settings.js';
@@ -66,7 +67,7 @@ function springEnvUnread(sources: Record<string, string>, env: NodeJS.ProcessEnv
 
 /**
  * With `--leaf-config`, what Leaf would do where frond's defaults differ. Leaf is a Spring Boot
- * server, which listens on every interface unless `server.address` is set
+ * server, which listens on every interface, IPv6 and IPv4, unless `server.address` is set
  * (leaf-server/src/main/resources/application.properties sets neither it nor, in Leaf's 1.0.1,
  * the port: Spring Boot's 8080), so the node does too, and says so. A mode Leaf would start only
  * with a ZooKeeper or a database it is not given is refused rather than served from the data dir
@@ -92,10 +93,11 @@ function asLeafDoes(
       `${path}: segment mode is on (${given('segment') ? 'leaf.segment.enable=true' : "leaf.segment.enable absent: Leaf's default is on"}) but leaf.jdbc.url is empty, so Leaf would not start; set it, set leaf.segment.enable=false, or give --store`,
     );
   if (given('host')) return settings;
+  // Java binds a wildcard socket for IPv6 and IPv4 at once; `::` does the same (listen.ts).
   warnings.push(
-    `listening on every interface (0.0.0.0) as Leaf does, because --leaf-config is given and no --host or server.address: give --host 127.0.0.1 for loopback only`,
+    `listening on every interface, IPv6 and IPv4 (${EVERY_INTERFACE}), as Leaf does, because --leaf-config is given and no --host or server.address: give --host 127.0.0.1 for loopback only`,
   );
-  return { ...settings, host: '0.0.0.0' };
+  return { ...settings, host: EVERY_INTERFACE };
 }
 
 /** Runs until SIGTERM or SIGINT, then shuts down gracefully; resolves with the exit code. */

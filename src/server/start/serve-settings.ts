@@ -93,11 +93,11 @@ export const SERVE_SETTINGS = [
     slice: 'listen',
     flag: 'host',
     default: '127.0.0.1',
-    describedDefault: '`127.0.0.1`; with `--leaf-config`, `0.0.0.0` as Leaf (logged)',
+    describedDefault: '`127.0.0.1`; with `--leaf-config`, `::` as Leaf (logged)',
     leafKey: 'server.address',
     springKey: 'server.address',
     placeholder: 'HOST',
-    help: "address to listen on (`0.0.0.0` for all); with `--leaf-config`, Spring's `--server.address=HOST` and `SERVER_ADDRESS` too",
+    help: "address to listen on (`::` for every interface, IPv6 and IPv4; `0.0.0.0` for IPv4's); with `--leaf-config`, Spring's `--server.address=HOST` and `SERVER_ADDRESS` too",
   }),
   integer({
     name: 'port',
