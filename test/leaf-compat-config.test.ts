@@ -15,6 +15,7 @@ import { detectIpv4 } from '../src/worker-ids/worker-id-registry.js';
 import { CreateMode } from '../src/worker-ids/zookeeper/zookeeper-client.js';
 import { leafNodeData, zookeeperPaths } from '../src/worker-ids/zookeeper/zookeeper-paths.js';
 import { leafModeArgs, randomName, ZOOKEEPER, zookeeperClient, zookeeperUp } from './support/coordinators.js';
+import { fakeClock } from './support/fake-clock.js';
 import {
   assertOneLineError,
   type FrondProcess,
@@ -131,7 +132,7 @@ describe('Leaf compatibility: leaf.properties as Leaf reads it (item 5)', () => 
     const empty = leafProperties(['leaf.segment.enable=false', 'leaf.snowflake.enable=']);
     const off = await runFrond(['serve', '--leaf-config', empty, '--data-dir', tempDir()]);
     assert.equal(off.code, 2);
-    assert.match(off.stderr, /--no-segment and --no-snowflake together leave nothing to serve/);
+    assert.match(off.stderr, /leaf\.segment\.enable and leaf\.snowflake\.enable are both off/);
     // On (absent: Leaf's default) without leaf.snowflake.zk.address: Leaf's init fails
     // (SnowflakeZookeeperHolder has no server and no cache), so frond refuses too.
     for (const lines of [
@@ -799,5 +800,67 @@ describe("Leaf compatibility: Spring's port settings", () => {
     assert.deepEqual(warnings, [
       "SERVER_PORT=7001 is Spring's, read only with --leaf-config: it is not used (give --port or FROND_PORT)",
     ]);
+  });
+});
+
+describe('Leaf compatibility: starts Leaf allows and frond refuses', () => {
+  // leaf-server/src/main/resources/leaf.properties, Leaf's own sample, as it is: both modes off.
+  // SegmentService and SnowflakeService (leaf-server/.../service/) then take ZeroIDGen
+  // (leaf-core/.../common/ZeroIDGen.java: `new Result(0, Status.SUCCESS)`), so Leaf starts and
+  // LeafController answers "0" to every ID request.
+  it('refuses both modes off in one line, where Leaf starts and answers 0 to every ID request', async () => {
+    const sample = leafProperties([
+      'leaf.name=com.sankuai.leaf.opensource.test',
+      'leaf.segment.enable=false',
+      '#leaf.jdbc.url=',
+      '#leaf.jdbc.username=',
+      '#leaf.jdbc.password=',
+      '',
+      'leaf.snowflake.enable=false',
+      '#leaf.snowflake.zk.address=',
+      '#leaf.snowflake.port=',
+    ]);
+    const refused = await runFrond(['serve', '--leaf-config', sample, '--data-dir', tempDir()]);
+    assertOneLineError(
+      refused,
+      2,
+      /^frond: \S+leaf\.properties: leaf\.segment\.enable and leaf\.snowflake\.enable are both off, which leaves nothing to serve \(Leaf would start and answer 0 to every ID request\); set one of them to true$/,
+    );
+    // The flags say the same in frond's words.
+    const flags = await runFrond(['serve', '--no-segment', '--no-snowflake', '--data-dir', tempDir()]);
+    assertOneLineError(flags, 2, /^frond: --no-segment and --no-snowflake together leave nothing to serve$/);
+  });
+
+  // SnowflakeZookeeperHolder.init: a new ip:port creates its node with no time check at all ("不用
+  // check时间"); checkInitTimeStamp, its only clock check, runs for a node's own existing node and
+  // compares the clock with that node's last report only (and its failure is caught by init's
+  // catch, which falls back to the cached workerID.properties). No Leaf start reads another node's
+  // clock, so Leaf starts 10 s ahead of its live peers.
+  it("refuses to start 10 s ahead of a live Leaf node's clock in one line, and starts with --clock-max-skew-ms 0", async (t) => {
+    if (!(await zookeeperUp(t))) return;
+    const ahead = fakeClock(t, '+10s')?.env;
+    if (ahead === undefined) return;
+    const name = randomName();
+    await fakeLeafNode(t, name, '10.9.9.9', 8080);
+    const refused = await runFrond(['serve', ...leafModeArgs(ZOOKEEPER, name, 7371, tempDir())], {
+      env: ahead,
+    });
+    assertOneLineError(
+      refused,
+      1,
+      new RegExp(
+        `^frond: the clock is (\\d+) ms ahead of the median of 1 live node\\(s\\) under /snowflake/${name}/forever \\(limit --clock-max-skew-ms 5000\\); fix the clock \\(NTP\\) and start again \\(--clock-max-skew-ms 0 skips this check\\)$`,
+      ),
+    );
+    const skew = Number(/the clock is (\d+) ms/.exec(refused.stderr)?.[1]);
+    assert.ok(Math.abs(skew - 10_000) < 1000, `measured ${skew} ms for a clock 10 s ahead`);
+    // The check off: the node starts as Leaf would, beside the Leaf node, on the next worker ID.
+    const node = await startFrond(
+      leafModeArgs(ZOOKEEPER, name, 7372, tempDir(), ['--clock-max-skew-ms', '0']),
+      { env: ahead },
+    );
+    t.after(() => node.stop('SIGKILL'));
+    assert.equal(workerIdOf(node), 1);
+    t.diagnostic(`10 s ahead of a live Leaf node: refused (${refused.stderr.trim()})`);
   });
 });

@@ -80,6 +80,16 @@ function asLeafDoes(
   warnings: string[],
 ): ServeSettings {
   const given = (name: string) => sources[name] !== undefined;
+  // Leaf starts with both off and answers 0 to every ID request (leaf-server/.../service/
+  // SegmentService.java and SnowflakeService.java fall back to ZeroIDGen, leaf-core/.../common/
+  // ZeroIDGen.java: `new Result(0, Status.SUCCESS)`), as its own sample leaf.properties does. A
+  // client would store 0 as a key, so frond refuses, naming the file's two keys.
+  const fromFile = (name: string) => sources[name]?.startsWith(`${path}: `) === true;
+  if (!settings.segment && !settings.snowflake && fromFile('segment') && fromFile('snowflake'))
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `${path}: leaf.segment.enable and leaf.snowflake.enable are both off, which leaves nothing to serve (Leaf would start and answer 0 to every ID request); set one of them to true`,
+    );
   // A worker ID given, or a coordinator to take one from.
   const workerIdFrom = [...COORDINATOR_BACKENDS.map((backend) => backend.option), WORKER_ID];
   if (settings.snowflake && !workerIdFrom.some((entry) => given(entry.name)))
