@@ -218,8 +218,11 @@ describe('HTTP API (real server, SQLite store)', () => {
     }
   });
 
-  it('answers JSON 404 for an unknown route and 405 for other methods on its own routes', async () => {
-    assert.equal(errorOf(await call(base, '/nope')).code, 'NOT_FOUND');
+  it('answers JSON 404 for an unknown route of its own and 405 for other methods on its own routes', async () => {
+    assert.equal(errorOf(await call(base, '/v1/nope')).code, 'NOT_FOUND');
+    // Outside frond's API a path is Leaf's server's: Spring Boot's 404 (test/leaf-compat.test.ts).
+    const leaf = JSON.parse((await call(base, '/nope')).body) as { status: number; path: string };
+    assert.deepEqual([leaf.status, leaf.path], [404, '/nope']);
     const reply = await call(base, '/v1/snowflake', 'POST');
     assert.equal(reply.status, 405);
     assert.equal(errorOf(reply).code, 'METHOD_NOT_ALLOWED');

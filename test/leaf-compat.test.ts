@@ -2,6 +2,7 @@
 process.env.TZ = 'Asia/Shanghai';
 
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
@@ -443,5 +444,144 @@ describe("Leaf's error body and the node's clock", () => {
     assert.equal(reply.status, 500, reply.body);
     const { timestamp } = JSON.parse(reply.body) as { timestamp: number };
     assert.ok(Math.abs(timestamp - (Date.now() + DAY_MS)) < 60_000, `timestamp ${timestamp}`);
+  });
+});
+
+/** One request of any method, TRACE included (fetch refuses to send TRACE), with its headers. */
+function send(method: string, url: string): Promise<Reply & { headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: String(res.headers['content-type'] ?? ''),
+          body,
+          headers: res.headers,
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe("Leaf's paths as Spring MVC 4.3 on Tomcat 8.5 matched them", () => {
+  // leaf-server/pom.xml: Spring Boot 1.5.18, which brings Spring 4.3.21 and Tomcat 8.5.35.
+  // LeafController: @RequestMapping("/api/segment/get/{key}") and ("/api/snowflake/get/{key}");
+  // LeafMonitorController: @RequestMapping "cache", "db" and "decodeSnowflakeId". None names a method.
+  const backend = sqliteBackend();
+  const tags = { order: randomTag('order'), short: randomTag('p'), semicolon: '' };
+  tags.semicolon = `${tags.short};v2`;
+  let server: RunningServer;
+  let base = '';
+
+  before(async () => {
+    const store = await backend.open();
+    await backend.insert(tags.order, 100n, 10);
+    await backend.insert(tags.short, 500n, 10);
+    await backend.insert(tags.semicolon, 900n, 10);
+    server = await startServer(
+      { ...testServeConfig(tempDir(), { workerId: 7 }), store },
+      silentLogger,
+      systemClock,
+    );
+    base = server.url;
+  });
+
+  after(async () => {
+    await server?.close();
+    await backend.close();
+  });
+
+  it('ignores a trailing slash on every Leaf route (PatternsRequestCondition, useTrailingSlashMatch)', async () => {
+    assert.equal((await get(`${base}/api/segment/get/${tags.order}/`)).body, '100');
+    for (const path of ['/cache/', '/db/']) {
+      const reply = await get(`${base}${path}`);
+      assert.equal(reply.status, 200, path);
+      assert.equal(reply.type, 'text/html; charset=utf-8', path);
+      assert.match(reply.body, /<table/, path);
+    }
+    const decoded = await get(`${base}/decodeSnowflakeId/?snowflakeId=5`);
+    assert.equal(decoded.status, 200);
+    assert.equal(decoded.body, (await get(`${base}/decodeSnowflakeId?snowflakeId=5`)).body);
+    // `//` is one `/` (UrlPathHelper.getSanitizedPath).
+    assert.equal((await get(`${base}//api/segment/get//${tags.order}`)).body, '101');
+    assert.equal((await get(`${base}//cache//`)).status, 200);
+  });
+
+  it('drops ;path parameters before matching, as UrlPathHelper.removeSemicolonContent: a;b is the tag a', async () => {
+    assert.equal((await get(`${base}/api/segment/get/${tags.order};jsessionid=1`)).body, '102');
+    // @PathVariable("key") of /api/segment/get/P;v2 is P: the `;v2` never reaches the controller.
+    assert.equal((await get(`${base}/api/segment/get/${tags.semicolon}`)).body, '500');
+    assert.equal((await get(`${base}/api/segment/get/${tags.short};a=1;b=2/`)).body, '501');
+    // An encoded %3B is not a path parameter: the tag with a `;` in it.
+    assert.equal((await get(`${base}/api/segment/get/${encodeURIComponent(tags.semicolon)}`)).body, '900');
+    assert.equal((await get(`${base}/cache;jsessionid=0123`)).status, 200);
+    assert.equal((await get(`${base}/decodeSnowflakeId;x?snowflakeId=5`)).status, 200);
+    // Only a path parameter left: no key, Spring's 404 with the path as it was sent.
+    assertSpringError(await get(`${base}/api/segment/get/;jsessionid=1`), {
+      status: 404,
+      error: 'Not Found',
+      message: 'No message available',
+      path: '/api/segment/get/;jsessionid=1',
+    });
+  });
+
+  it('takes one path segment as the key, as AntPathMatcher matches {key}: /a/b is a 404', async () => {
+    for (const path of [`/api/segment/get/${tags.order}/x`, '/api/snowflake/get/a/b', '/cache/x']) {
+      assertSpringError(await get(`${base}${path}`), {
+        status: 404,
+        error: 'Not Found',
+        message: 'No message available',
+        path,
+      });
+    }
+  });
+
+  it("refuses TRACE as Tomcat 8.5 (allowTrace=false): 405, the servlet's methods in Allow, no body, no ID used", async () => {
+    // CoyoteAdapter.postParseRequest answers before any servlet: no Spring body, no content type.
+    for (const path of [`/api/segment/get/${tags.order}`, '/api/snowflake/get/a', '/cache', '/nope']) {
+      const reply = await send('TRACE', `${base}${path}`);
+      assert.equal(reply.status, 405, path);
+      assert.equal(reply.headers.allow, 'HEAD, DELETE, POST, GET, OPTIONS, PUT', path);
+      assert.equal(reply.headers['content-length'], '0', path);
+      assert.equal(reply.headers['content-type'], undefined, path);
+      assert.equal(reply.body, '', path);
+    }
+    assert.equal((await get(`${base}/api/segment/get/${tags.order}`)).body, '103', 'TRACE used up no ID');
+    // frond's own API answers its own 405.
+    const own = await send('TRACE', `${base}/v1/segment/${tags.order}`);
+    assert.equal(own.status, 405);
+    assert.equal((JSON.parse(own.body) as { error: { code: string } }).error.code, 'METHOD_NOT_ALLOWED');
+  });
+
+  it("answers a path outside frond's API with Spring Boot's 404 (BasicErrorController), frond's JSON under /v1 and its operator paths", async () => {
+    // Spring Boot's `/**` resource handler answers 404 before it looks at the method
+    // (ResourceHttpRequestHandler.handleRequest), so POST and DELETE get the same body.
+    for (const [method, path] of [
+      ['GET', '/x'],
+      ['POST', '/x'],
+      ['DELETE', '/api/segment'],
+      ['GET', '/'],
+      ['GET', '/metricsx'],
+    ] as const) {
+      const reply = await send(method, `${base}${path}`);
+      assertSpringError(reply, {
+        status: 404,
+        error: 'Not Found',
+        message: 'No message available',
+        path,
+      });
+    }
+    for (const path of ['/v1/nope', '/v1', '/healthz/x', '/readyz/', '/metrics/x', '/dashboard/x']) {
+      const reply = await get(`${base}${path}`);
+      assert.equal(reply.status, 404, path);
+      assert.equal((JSON.parse(reply.body) as { error: { code: string } }).error.code, 'NOT_FOUND', path);
+    }
   });
 });

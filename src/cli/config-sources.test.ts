@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/frond-process.js';
 import { isFrondError } from '../core/errors.js';
-import { parseProperties, readConfigFile, readLeafProperties } from './config-sources.js';
+import { readConfigFile, readLeafProperties } from './config-sources.js';
+import { loadJavaProperties } from './java-properties.js';
 import { SERVE_OPTIONS as SPECS } from './option-table.js';
 
 function file(name: string, text: string): string {
@@ -43,8 +44,8 @@ describe('config sources', () => {
   });
 
   it('parses Java properties: separators, comments, continuations, escapes', () => {
-    const props = parseProperties(
-      '# comment\n! other\na=1\nb : two words\nc three\nd=line\\\n   continued\ne=\\u0041\\tz\n',
+    const props = loadJavaProperties(
+      Buffer.from('# comment\n! other\na=1\nb : two words\nc three\nd=line\\\n   continued\ne=\\u0041\\tz\n'),
     );
     assert.deepEqual(Object.fromEntries(props), {
       a: '1',

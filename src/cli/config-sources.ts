@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry } from '../core/option-entry.js';
+import { loadJavaProperties, MalformedPropertiesError } from './java-properties.js';
 import { storeFromJdbc } from './jdbc-url.js';
 import { didYouMean, type RawValues, turned } from './options.js';
 
@@ -9,8 +10,12 @@ function invalid(message: string): FrondError {
 }
 
 function readText(path: string, flag: string): string {
+  return readBytes(path, flag).toString('utf8');
+}
+
+function readBytes(path: string, flag: string): Buffer {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (error) {
     throw invalid(
       `${flag} ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
@@ -63,30 +68,6 @@ export function readConfigFile(path: string, options: readonly OptionEntry[]): R
   return { values, sources };
 }
 
-/** Reads a Java properties file: `key=value`, `key: value` or `key value`, `#`/`!` comments, `\` continuations. */
-export function parseProperties(text: string): Map<string, string> {
-  const result = new Map<string, string>();
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    let line = (lines[i] as string).trimStart();
-    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (/(^|[^\\])(\\\\)*\\$/.test(line) && i + 1 < lines.length) {
-      line = line.slice(0, -1) + (lines[++i] as string).trimStart();
-    }
-    const match = /^((?:\\.|[^=:\s\\])+)\s*[=:\s]\s*(.*)$/.exec(line);
-    const key = unescapeJava(match ? (match[1] as string) : line);
-    result.set(key, unescapeJava(match ? (match[2] as string) : ''));
-  }
-  return result;
-}
-
-function unescapeJava(text: string): string {
-  return text.replace(/\\(u[0-9a-fA-F]{4}|.)/g, (_, c: string) => {
-    if (c.length === 5) return String.fromCharCode(Number.parseInt(c.slice(1), 16));
-    return ({ t: '\t', n: '\n', r: '\r', f: '\f' } as Record<string, string>)[c] ?? c;
-  });
-}
-
 /**
  * Leaf reads its switches with Java's `Boolean.parseBoolean` on the value as `Properties` loads it
  * (trailing blanks kept): "true" in any case is on, anything else (empty, "yes", "1", "true ") is
@@ -117,10 +98,11 @@ const LEAF_CONVERSIONS: Record<
   (value: string, props: Map<string, string>, path: string, warnings: string[]) => string
 > = {
   'leaf.jdbc.url': (url, props, path, warnings) => {
+    // The user and password as Leaf hands them to Druid: blanks are part of a password.
     const converted = storeFromJdbc(
       url,
-      props.get('leaf.jdbc.username')?.trim(),
-      props.get('leaf.jdbc.password')?.trim(),
+      props.get('leaf.jdbc.username'),
+      props.get('leaf.jdbc.password'),
       `${path}: leaf.jdbc.url`,
     );
     warnings.push(...converted.warnings);
@@ -134,19 +116,41 @@ export interface LeafProperties extends RawValues {
 }
 
 /**
- * `--leaf-config leaf.properties`: the entries' `leafKey`s, so a Leaf user keeps its file. Switches
- * read as Leaf reads them (`leafBoolean`). An unknown `leaf.*` key is warned about (Leaf ignores
- * it too: it only asks for the keys it knows, leaf-server/.../Constants.java); other keys (Spring's)
- * are left alone.
+ * `--leaf-config leaf.properties`: the entries' `leafKey`s, so a Leaf user keeps its file. The file is
+ * read as Leaf reads it, with `Properties.load` (java-properties.ts): a value keeps its trailing
+ * blanks, so `leaf.name=orders ` is the ZooKeeper path `/snowflake/orders /` in frond as in Leaf;
+ * one warning names every key whose value ends in a blank. Numbers and addresses are then read
+ * without their blanks by their settings (Leaf's `Integer.parseInt` would refuse to start).
+ * Switches read as Leaf reads them (`leafBoolean`). An unknown `leaf.*` key is warned about (Leaf
+ * ignores it too: it only asks for the keys it knows, leaf-server/.../Constants.java); other keys
+ * (Spring's) are left alone.
  */
 export function readLeafProperties(path: string, options: readonly OptionEntry[]): LeafProperties {
-  const props = parseProperties(readText(path, '--leaf-config'));
+  const bytes = readBytes(path, '--leaf-config');
+  let props: Map<string, string>;
+  const latin1 = new Set<string>();
+  try {
+    props = loadJavaProperties(bytes, latin1);
+  } catch (error) {
+    if (!(error instanceof MalformedPropertiesError)) throw error;
+    throw invalid(`${path}: ${error.message}, which Leaf's Properties.load refuses (Leaf does not start)`);
+  }
   const known = new Set([...options.map((entry) => entry.leafKey), ...LEAF_COMPANION_KEYS]);
   const warnings: string[] = [];
   for (const key of props.keys()) {
     if (key.startsWith('leaf.') && !known.has(key))
       warnings.push(`${path}: unknown Leaf key ${JSON.stringify(key)}, ignored (as Leaf does)`);
   }
+  const blank = [...props].filter(([key, value]) => known.has(key) && /[ \t\f]$/.test(value));
+  if (blank.length > 0)
+    warnings.push(
+      `${path}: ${blank.map(([key]) => key).join(', ')} end${blank.length === 1 ? 's' : ''} in a blank, kept as Leaf's Properties.load keeps it (a name or password with it is another name or password); remove it unless it is meant`,
+    );
+  const readAsLatin1 = [...latin1].filter((key) => known.has(key));
+  if (readAsLatin1.length > 0)
+    warnings.push(
+      `${path}: ${readAsLatin1.join(', ')} hold${readAsLatin1.length === 1 ? 's' : ''} bytes above 127, read as ISO-8859-1 as Leaf's Properties.load reads them (UTF-8 "é" is "Ã©"); write other characters as \\uXXXX`,
+    );
   const values: RawValues['values'] = {};
   const sources: RawValues['sources'] = {};
   for (const entry of options) {
@@ -157,10 +161,9 @@ export function readLeafProperties(path: string, options: readonly OptionEntry[]
     if (entry.type === 'boolean') {
       values[entry.name] = leafBoolean(raw, key, path, warnings);
     } else {
-      const value = raw.trim();
-      if (value === '') continue;
+      if (raw === '') continue;
       const convert = LEAF_CONVERSIONS[key];
-      values[entry.name] = convert === undefined ? value : convert(value, props, path, warnings);
+      values[entry.name] = convert === undefined ? raw : convert(raw, props, path, warnings);
     }
     sources[entry.name] = `${path}: ${key}`;
   }

@@ -94,9 +94,13 @@ export function commandHelp(command: CommandSpec): string {
       rangeOf(entry),
       entry.env === null
         ? ''
-        : entry.platformEnv === undefined
-          ? entry.env
-          : `${entry.env} (then ${entry.platformEnv})`,
+        : [
+            entry.env,
+            entry.springEnv && `then ${entry.springEnv} (with --leaf-config)`,
+            entry.platformEnv && `then ${entry.platformEnv}`,
+          ]
+            .filter((name) => name)
+            .join(', '),
       entry.fileEnv === undefined ? '' : `${entry.fileEnv} (a file holding the value)`,
       entry.leafKey === undefined ? '' : `leaf.properties ${entry.leafKey}`,
     ].filter((fact) => fact !== '');
@@ -143,7 +147,7 @@ export function readmeTable(options: readonly OptionEntry[]): string {
         .map(code)
         .filter((cell) => cell !== '')
         .join(', '),
-      [entry.env, entry.platformEnv, entry.fileEnv]
+      [entry.env, entry.springEnv, entry.platformEnv, entry.fileEnv]
         .map(code)
         .filter((cell) => cell !== '')
         .join(', '),

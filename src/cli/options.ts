@@ -34,6 +34,15 @@ export interface ParseContext {
   rejectUnknownEnv?: boolean;
   /** ms since 1970, the bound of `max: 'now'`. */
   now?: number;
+  /**
+   * Spring Boot's spellings of the settings that have a `springKey`, how Leaf is deployed
+   * (`--server.port=N` on the command line, `SERVER_PORT`): `read` takes them, `--server.port=N`
+   * among the flags and `SERVER_PORT` right after `FROND_PORT`, as Spring puts the command line
+   * above the environment; `refuse` stops at a `--server.…=` argument, saying when it is read;
+   * `skip` sets the arguments aside unread (a first pass that only looks for the config files).
+   * Absent: the command takes none, and `--server.port=N` is an unknown option.
+   */
+  spring?: 'read' | 'refuse' | 'skip';
 }
 
 /** Read by `OpaqueSecret.fromEnvironment`, never by the option table (a secret is not a setting to print). */
@@ -67,10 +76,22 @@ export function parseRaw(
   context: ParseContext = {},
 ): { raw: RawValues; positionals: string[] } {
   const { env = process.env, files = [] } = context;
+  const { rest, spring } =
+    context.spring === undefined
+      ? { rest: args, spring: new Map<string, string>() }
+      : springArgs(command, args);
+  const [springArg] = spring;
+  if (context.spring === 'refuse' && springArg !== undefined) {
+    const [key, value] = springArg;
+    const entry = command.options.find((candidate) => candidate.springKey === key) as OptionEntry;
+    throw usage(
+      `--${key}=${value} is Spring's spelling, read with --leaf-config (as Leaf runs); without it give --${entry.flag} ${value}`,
+    );
+  }
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
-      args: negativeValues(command, args),
+      args: negativeValues(command, rest),
       options: Object.fromEntries(
         command.options.map((entry) => [
           entry.flag,
@@ -101,14 +122,23 @@ export function parseRaw(
   }
   const values: RawValues['values'] = {};
   const sources: RawValues['sources'] = {};
+  const readSpring = context.spring === 'read';
   for (const entry of command.options) {
     const flag = parsed.values[entry.flag];
+    const springFlag = readSpring && entry.springKey !== undefined ? spring.get(entry.springKey) : undefined;
+    if (flag !== undefined && springFlag !== undefined)
+      throw usage(`--${entry.flag} and --${entry.springKey}: pick one`);
     if (flag !== undefined) {
       values[entry.name] = Array.isArray(flag) ? flag.map(String) : turned(entry, flag as string | boolean);
       sources[entry.name] = `--${entry.flag}`;
       continue;
     }
-    const variable = [entry.env, entry.platformEnv].find(
+    if (springFlag !== undefined) {
+      values[entry.name] = springFlag;
+      sources[entry.name] = `--${entry.springKey}`;
+      continue;
+    }
+    const variable = [entry.env, readSpring ? entry.springEnv : undefined, entry.platformEnv].find(
       (name): name is string => typeof name === 'string' && env[name] !== undefined && env[name] !== '',
     );
     const text = variable === undefined ? undefined : (env[variable] as string);
@@ -164,6 +194,38 @@ export function parseRaw(
   if (missing.length > 0)
     throw usage(`'frond ${command.name}' needs ${missing.map((name) => `<${name}>`).join(' ')}`);
   return { raw: { values, sources }, positionals: parsed.positionals };
+}
+
+/**
+ * Takes Spring's `--server.port=N` out of `args` (before `--`), by the `springKey`s of `command`:
+ * Spring's command line (SimpleCommandLineArgsParser) reads only `--name=value`, so
+ * `--server.port 8081` is refused rather than read the way Spring would (no value, and the port its
+ * default). Other `--server.…` arguments stay, and are refused as unknown options.
+ */
+function springArgs(command: CommandSpec, args: string[]): { rest: string[]; spring: Map<string, string> } {
+  const keys = new Set(command.options.map((entry) => entry.springKey).filter((key) => key !== undefined));
+  const rest: string[] = [];
+  const spring = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '--') {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const match = /^--([^=]+)(=([\s\S]*))?$/.exec(arg);
+    const key = match?.[1];
+    if (key === undefined || !keys.has(key)) {
+      rest.push(arg);
+      continue;
+    }
+    if (match?.[2] === undefined)
+      throw usage(
+        `--${key} takes its value after '=' (--${key}=VALUE), as Spring reads it: with a space Spring reads no value`,
+      );
+    if (spring.has(key)) throw usage(`--${key} is given twice`);
+    spring.set(key, match[3] as string);
+  }
+  return { rest, spring };
 }
 
 /** A `no-…` flag (and its variable and key) says true to turn its setting off. */

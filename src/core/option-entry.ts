@@ -41,6 +41,13 @@ export interface OptionEntry<
   readonly configKey: string | null;
   /** The key in Leaf's `leaf.properties`, where Leaf has one. */
   readonly leafKey: string | undefined;
+  /**
+   * Spring Boot's property for the setting (`server.port`), read with `--leaf-config` the ways
+   * Leaf is deployed: `--server.port=N` among the flags and `SERVER_PORT` (`springEnv`) after `env`.
+   */
+  readonly springKey: string | undefined;
+  /** Spring Boot's relaxed name of `springKey` in the environment: `SERVER_PORT`. */
+  readonly springEnv: string | undefined;
   readonly type: OptionType;
   /** The value when nothing sets it; undefined: no value (`describedDefault` says what happens then). */
   readonly default: V | undefined;
@@ -106,6 +113,8 @@ interface Common<N extends string, S extends string | undefined> {
   /** false: not a key of `--config FILE`. */
   configKey?: false;
   leafKey?: string;
+  /** See `OptionEntry.springKey`. */
+  springKey?: string;
   describedDefault?: string;
   unit?: string;
   placeholder?: string;
@@ -127,6 +136,8 @@ function entry<N extends string, V, S extends string | undefined>(
     fileEnv: spec.secret && spec.env !== false ? `${envName(spec.flag)}_FILE` : undefined,
     configKey: spec.configKey === false || spec.env === false ? null : spec.flag,
     leafKey: spec.leafKey,
+    springKey: spec.springKey,
+    springEnv: spec.springKey?.toUpperCase().replace(/\./g, '_'),
     type,
     default: undefined,
     describedDefault: spec.describedDefault,

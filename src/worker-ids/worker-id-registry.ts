@@ -78,8 +78,10 @@ export function coordinatorConfig(flags: CoordinatorFlags): CoordinatorConfig | 
   // (SnowflakeZookeeperHolder.java: `newNode.split("-")[1]` on the created path): with a '-' in the
   // name that throws after the node is created, Leaf's start fails, and its next start finds the
   // node and takes its number, the number frond takes from the child's name at once.
-  if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name === '.' || name === '..')
-    throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.', '_' and '-'`);
+  // A blank too: Leaf keeps one at the end of leaf.name (Properties.load keeps trailing blanks), and
+  // its nodes then live under `/snowflake/NAME /`, where frond's must be to see them.
+  if (!/^[A-Za-z0-9_. -]{1,200}$/.test(name) || name.trim() === '' || name === '.' || name === '..')
+    throw usage(`--name ${JSON.stringify(name)} is invalid: use letters, digits, '.', '_', '-' and blanks`);
   const value = endpointsOf(flags, backend) as string;
   const endpoints =
     backend.endpointsOf?.(value, flags) ??

@@ -147,12 +147,13 @@ export function assertOneLineError(
 /**
  * The environment a frond process of a test gets: this one's, without the test runner's own
  * FROND_ settings (FROND_TEST_BACKENDS, FROND_PROPERTY_RUNS), which every frond command refuses as
- * unknown variables; then `extra`.
+ * unknown variables, and without Spring's SERVER_PORT and SERVER_ADDRESS, which `--leaf-config`
+ * reads; then `extra`.
  */
 export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env))
-    if (!/^FROND_(TEST_|PROPERTY_RUNS$)/.test(key)) env[key] = value;
+    if (!/^(FROND_(TEST_|PROPERTY_RUNS$)|SERVER_(PORT|ADDRESS)$)/.test(key)) env[key] = value;
   return { ...env, ...extra };
 }
 

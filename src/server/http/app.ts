@@ -9,7 +9,7 @@ import { ClientAbortedError } from './request-body.js';
 import { NO_OBSERVER, type RequestObserver, timeRequests } from './request-timing.js';
 import { sendError } from './responses.js';
 import type { RouteLabel } from './route-label.js';
-import { routeTable } from './route-table.js';
+import { FROND_PATHS, routeTable } from './route-table.js';
 import { createRouter } from './router.js';
 
 /** The ID handlers' modes, epoch and clock, and what the routes around them need. */
@@ -55,6 +55,7 @@ export function createApp(deps: AppDeps): Handler {
     deps.ops && createOpsHandlers(deps.ops, segment, reportError, deps.opaque),
   );
   const route = createRouter<RouteLabel>(table, 'other', {
+    ownPaths: FROND_PATHS,
     access: deps.access ?? { tokens: [], adminToken: undefined },
     rateLimiter: deps.rateLimiter,
     reportError,

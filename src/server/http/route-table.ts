@@ -4,6 +4,13 @@ import type { RouteLabel } from './route-label.js';
 import type { Route } from './router.js';
 
 /**
+ * Where frond's own API lives: a path no route takes answers frond's JSON error under these, and
+ * Leaf's server's 404 anywhere else (router.ts), so a Leaf client sees Leaf's answers on every path
+ * it could send.
+ */
+export const FROND_PATHS = ['/v1', '/healthz', '/readyz', '/metrics', '/dashboard'] as const;
+
+/**
  * Every route of the HTTP API, in one place: path, methods, who may call it, handler and metrics
  * label. The first match wins; the paths do not overlap, so the order only puts the one-ID routes
  * first, where the fewest comparisons are made. The operator routes are left out when `ops` is.

@@ -5,7 +5,7 @@ import { isFrondError } from '../../core/errors.js';
 import type { IdHandlers } from '../ids/id-handlers.js';
 import type { OpsHandlers } from '../ops/ops-handlers.js';
 import type { RateLimiter } from './rate-limit.js';
-import { routeTable } from './route-table.js';
+import { FROND_PATHS, routeTable } from './route-table.js';
 import { createRouter, type Route, type RouteHandler } from './router.js';
 
 interface Seen {
@@ -37,6 +37,7 @@ function recorder(table: (name: (handler: string) => RouteHandler) => Route[], t
       seen = { handler, param, query };
     };
   const route = createRouter(table(name), 'other', {
+    ownPaths: FROND_PATHS,
     access: { tokens, adminToken: 'admin' },
     rateLimiter: undefined,
     reportError: (_res, error) => {
@@ -95,7 +96,7 @@ describe('the router', () => {
     assert.deepEqual(call('GET', '/api/segment/get/order/?token=t'), {
       label: 'leaf_segment',
       handler: 'leafSegment',
-      param: 'order/',
+      param: 'order',
       query: 'token=t',
     });
     assert.deepEqual(call('GET', '/healthz'), { label: 'healthz', handler: 'health', param: '', query: '' });
@@ -120,7 +121,8 @@ describe('the router', () => {
       ['GET', '/cache', 'cache'],
       ['GET', '/db', 'db'],
       ['GET', '/nope', 'other'],
-      ['GET', '/cache/', 'other'],
+      ['GET', '/cache/', 'cache'],
+      ['GET', '/cache/x', 'other'],
     ];
     for (const [method, url, label] of labels) assert.equal(call(method, url).label, label, url);
   });
@@ -133,8 +135,45 @@ describe('the router', () => {
     assert.equal(call('POST', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
     assert.equal(call('POST', '/v1/ranges/a').error, 'METHOD_NOT_ALLOWED');
     assert.equal(call('GET', '/v1/ranges/a%2Fb?count=5').param, 'a%2Fb');
-    assert.equal(call('POST', '/nope').error, 'METHOD_NOT_ALLOWED');
-    assert.equal(call('GET', '/nope').error, 'NOT_FOUND');
+    assert.equal(call('POST', '/v1/nope').error, 'METHOD_NOT_ALLOWED');
+    assert.deepEqual(call('GET', '/v1/nope'), { label: 'other', error: 'NOT_FOUND' });
+    // Outside frond's API, every method of a path no route takes is Spring's 404 (a Leaf answer).
+    assert.deepEqual(call('POST', '/nope'), { label: 'other', error: 'NOT_FOUND', leaf: 'page' });
+    assert.deepEqual(call('GET', '/nope'), { label: 'other', error: 'NOT_FOUND', leaf: 'page' });
+    assert.equal(call('GET', '/healthz/x').leaf, undefined);
+    assert.equal(call('GET', '/metricsx').leaf, 'page');
+  });
+
+  it("matches Leaf's routes as Spring MVC did: path parameters dropped, // collapsed, one trailing slash, one segment", () => {
+    const leaf = (url: string) => {
+      const { handler, param } = call('GET', url);
+      return [handler, param];
+    };
+    assert.deepEqual(leaf('/api/segment/get/a;b'), ['leafSegment', 'a']);
+    assert.deepEqual(leaf('/api/segment/get/a;jsessionid=1/'), ['leafSegment', 'a']);
+    assert.deepEqual(leaf('/api;x/segment//get/a%3Bb'), ['leafSegment', 'a%3Bb']);
+    assert.deepEqual(leaf('/cache;jsessionid=1'), ['cache', '']);
+    assert.deepEqual(leaf('/db/'), ['db', '']);
+    assert.deepEqual(leaf('//decodeSnowflakeId//?snowflakeId=1'), ['leafDecode', '']);
+    for (const url of [
+      '/api/segment/get/',
+      '/api/segment/get/;a',
+      '/api/segment/get/a/b',
+      '/cache//x',
+      '/Cache',
+    ])
+      assert.deepEqual(call('GET', url), { label: 'other', error: 'NOT_FOUND', leaf: 'page' }, url);
+    // frond's own routes take the path as sent.
+    assert.equal(call('GET', '/v1/segment/a;b?count=2').param, 'a;b');
+    assert.equal(call('GET', '/healthz/').error, 'NOT_FOUND');
+  });
+
+  it("refuses TRACE as Tomcat did wherever Leaf's server answers, and with frond's 405 on frond's API", () => {
+    for (const url of ['/api/segment/get/a', '/api/snowflake/get/a', '/cache', '/nope', '/'])
+      assert.notEqual(call('TRACE', url).leaf, undefined, url);
+    assert.equal(call('TRACE', '/api/segment/get/a').error, 'METHOD_NOT_ALLOWED');
+    assert.equal(call('TRACE', '/v1/segment/a').leaf, undefined);
+    assert.equal(call('TRACE', '/v1/segment/a').error, 'METHOD_NOT_ALLOWED');
   });
 
   it('checks the admin token before the method, and an ID token after it', () => {
@@ -199,6 +238,7 @@ describe('the router', () => {
       ),
       'other',
       {
+        ownPaths: FROND_PATHS,
         access: { tokens: [], adminToken: undefined },
         rateLimiter: { take: () => void taken++ } as unknown as RateLimiter,
         reportError: () => {},

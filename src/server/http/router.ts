@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FrondError } from '../../core/errors.js';
-import type { LeafErrorKind } from '../leaf/leaf-errors.js';
+import { type LeafErrorKind, TraceNotAllowedError } from '../leaf/leaf-errors.js';
+import { matchesFixed, segmentAfter, springLookupPath } from '../leaf/spring-path.js';
 import { type AccessOptions, checkAdminAccess, checkIdAccess } from './access.js';
 import type { RateLimiter } from './rate-limit.js';
 import { methodNotAllowed } from './responses.js';
@@ -25,7 +26,12 @@ export interface Route<Label extends string = string> {
   access: Access;
   /** Handlers by method; `any` answers every method, as Leaf's Spring MVC controllers did. */
   methods: { readonly any: RouteHandler } | { readonly [M in Method]?: RouteHandler };
-  /** Leaf's routes fail as Leaf's server did (leaf/leaf-errors.ts); frond's own with frond's JSON errors. */
+  /**
+   * Leaf's routes: they fail as Leaf's server did (leaf/leaf-errors.ts), and their path is matched
+   * as Spring MVC matched it (leaf/spring-path.ts: `;` parameters dropped, `//` collapsed, a
+   * trailing slash ignored, `{name}` one path segment). frond's own routes match the path as sent
+   * and fail with frond's JSON errors.
+   */
   leafErrors?: LeafErrorKind;
   /**
    * The query parameters the route takes; any other is refused with 400, as an unknown field of a
@@ -62,6 +68,12 @@ interface CompiledRoute<Label extends string> {
 }
 
 export interface RouterOptions {
+  /**
+   * Where frond's own API lives (`/v1`, `/healthz`: a path equal to one or under it). A path no
+   * route takes answers frond's JSON error there, and Leaf's server's answer everywhere else
+   * (Spring Boot's 404, Tomcat's 405 for TRACE), as a Leaf client would get from Leaf.
+   */
+  ownPaths: readonly string[];
   access: AccessOptions;
   rateLimiter: RateLimiter | undefined;
   /** Answers a failure: the error body and status, and the error metric. */
@@ -81,11 +93,29 @@ export function createRouter<Label extends string>(
   options: RouterOptions,
 ): (req: IncomingMessage, res: ServerResponse) => Label {
   const routes = table.map(compile);
-  const { access, rateLimiter, reportError, reportLeafError } = options;
+  const { access, rateLimiter, reportError, reportLeafError, ownPaths } = options;
+  const isOwn = (path: string) =>
+    ownPaths.some((own) => path.startsWith(own) && (path.length === own.length || path[own.length] === '/'));
 
-  const find = (path: string): CompiledRoute<Label> | undefined => {
+  // The `{name}` of the route `find` returned; read right after it, in the same synchronous call.
+  let found = '';
+  const find = (path: string, lookupPath: string): CompiledRoute<Label> | undefined => {
     for (const route of routes) {
-      if (route.prefix ? path.startsWith(route.text) : path === route.text) return route;
+      if (route.leafErrors !== undefined) {
+        if (!route.prefix) {
+          if (!matchesFixed(route.text, lookupPath)) continue;
+          found = '';
+          return route;
+        }
+        const key = segmentAfter(route.text, lookupPath);
+        if (key === undefined) continue;
+        found = key;
+        return route;
+      }
+      if (route.prefix ? path.startsWith(route.text) : path === route.text) {
+        found = route.prefix ? path.slice(route.text.length) : '';
+        return route;
+      }
     }
     return undefined;
   };
@@ -95,10 +125,15 @@ export function createRouter<Label extends string>(
     const mark = url.indexOf('?');
     const path = mark === -1 ? url : url.slice(0, mark);
     const query = mark === -1 ? '' : url.slice(mark + 1);
-    const route = find(path);
+    const route = find(path, springLookupPath(path));
+    const param = found;
+    // Leaf's server answers what frond's own API does not hold: its routes, and every other path.
+    const asLeaf = route === undefined ? !isOwn(path) : route.leafErrors !== undefined;
     try {
       if (route?.rateLimited !== false) rateLimiter?.take(req.socket.remoteAddress ?? 'unknown');
-      if (route === undefined) throw noRoute(req.method, path);
+      // Tomcat refuses TRACE before Spring sees the request (allowTrace=false).
+      if (asLeaf && req.method === 'TRACE') throw new TraceNotAllowedError();
+      if (route === undefined) throw asLeaf ? springNoHandler(path) : noRoute(req.method, path);
       // The admin token is checked before the method and an ID token after it, as before the table
       // existed: without the admin token nothing about the admin API shows, and a wrong method on
       // an ID route is a 405 whether or not a token came with it.
@@ -118,13 +153,23 @@ export function createRouter<Label extends string>(
       }
       if (query !== '' && route.query !== undefined) checkQuery(query, route.query);
       if (route.access === 'id') checkIdAccess(req, query, access);
-      handler(req, res, route.prefix ? path.slice(route.text.length) : '', query);
+      handler(req, res, param, query);
     } catch (error) {
-      if (route?.leafErrors === undefined) reportError(res, error);
-      else reportLeafError(req, res, error, route.leafErrors);
+      if (!asLeaf) reportError(res, error);
+      else reportLeafError(req, res, error, route?.leafErrors ?? 'page');
     }
     return route === undefined ? unmatched : route.label;
   };
+}
+
+/**
+ * No handler for a path outside frond's API: Spring Boot 1.5 maps `/**` to its static-resource
+ * handler, which answers 404 before it looks at the method (ResourceHttpRequestHandler
+ * .handleRequest: "For very general mappings (e.g. "/") we need to check 404 first"), so every
+ * method gets Spring's 404.
+ */
+function springNoHandler(path: string): FrondError {
+  return new FrondError('NOT_FOUND', `no route for ${path.slice(0, 200)}`);
 }
 
 function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label> {

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { FrondError } from '../../core/errors.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
@@ -54,24 +53,19 @@ export function createLeafHandlers(
   const dbPage = segment && new CachedPage(() => buildDbPage(segment.store), now);
 
   return {
+    // The router hands over one non-empty path segment, as Spring MVC's `{key}` (leaf/spring-path.ts).
     leafSegment(req, res, rawTag) {
       const allocator = needSegment();
-      // Leaf (Spring MVC) routes no empty key: `/api/segment/get/` is a 404 there.
-      const path = stripSlash(rawTag);
-      if (path === '')
-        throw new FrondError('NOT_FOUND', 'no route: the tag after /api/segment/get/ is empty');
       // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
-      const tag = decodeTagPath(path);
+      const tag = decodeTagPath(rawTag);
       const id = allocator.tryOne(tag);
       if (id !== undefined) return sendText(res, String(id));
       allocator.one(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
     },
 
-    leafSnowflake(req, res, key) {
+    // Leaf ignores the key (the router routes only a non-empty one).
+    leafSnowflake(req, res) {
       const service = needSnowflake();
-      // Leaf ignores the key but routes only a non-empty one.
-      if (stripSlash(key) === '')
-        throw new FrondError('NOT_FOUND', 'no route: the key after /api/snowflake/get/ is empty');
       const id = service.tryNext();
       if (id !== undefined) return sendText(res, id.toString());
       // The slow path waits out a small clock step back, or reports why it cannot.
@@ -101,11 +95,6 @@ export function createLeafHandlers(
       (dbPage as CachedPage).get().then((html) => sendHtml(res, html), leafFail(req, res, 'page'));
     },
   };
-}
-
-function stripSlash(text: string): string {
-  // Leaf (Spring MVC) serves `/api/segment/get/abc/` as `abc`.
-  return text.endsWith('/') ? text.slice(0, -1) : text;
 }
 
 /** Rows of `leaf_alloc` read per query for `/db`: 500 took 3 to 10 ms on SQLite on a busy 2-core machine, 200 stay near 2. */

@@ -52,6 +52,22 @@ const OWN_STATUS: ReadonlySet<FrondErrorCode> = new Set([
   'METHOD_NOT_ALLOWED',
 ]);
 
+/**
+ * TRACE as Tomcat 8.5.35 refuses it with its default allowTrace=false (CoyoteAdapter
+ * .postParseRequest, "Filter trace method"): 405 before any servlet runs, so no Spring error body,
+ * no content type and an empty body, `Allow` the methods of the servlet the path maps to, TRACE
+ * left out. Every path maps to Spring's DispatcherServlet, whose methods StandardWrapper
+ * .getServletMethods collects into a HashSet (TRACE, OPTIONS, then GET and HEAD for doGet, POST,
+ * PUT, DELETE): the order below is that HashSet's, printed by Java 17.
+ */
+export class TraceNotAllowedError extends FrondError {
+  readonly allow = 'HEAD, DELETE, POST, GET, OPTIONS, PUT';
+
+  constructor() {
+    super('METHOD_NOT_ALLOWED', 'TRACE method is not allowed');
+  }
+}
+
 /** Spring Boot 1.5's error body, keys in its order. */
 export interface SpringError {
   timestamp: number;
@@ -146,6 +162,11 @@ export function sendLeafError(
   const code: FrondErrorCode = isFrondError(error) ? error.code : 'INTERNAL';
   if (res.headersSent) {
     res.destroy();
+    return code;
+  }
+  if (error instanceof TraceNotAllowedError) {
+    res.writeHead(405, { allow: error.allow, 'content-length': 0 });
+    res.end();
     return code;
   }
   const url = req.url ?? '/';

@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { type AddressInfo, createServer } from 'node:net';
+import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { Handler } from '../http/app.js';
@@ -51,16 +51,9 @@ export async function listen(
     maxConnections,
     logger,
   });
-  await new Promise<void>((resolve, reject) => {
-    const failed = (error: NodeJS.ErrnoException) => reject(listenFailure(error, config));
-    server.once('error', failed);
-    server.listen(config.port, config.host, () => {
-      server.off('error', failed);
-      resolve();
-    });
-  });
+  const host = await bindHost(server, config, logger);
   const { port } = server.address() as AddressInfo;
-  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const serve = (handler: Handler) => {
     server.off('request', hold).on('request', handler);
     for (const [req, res] of waiting.splice(0)) handler(req, res);
@@ -76,11 +69,51 @@ export async function listen(
 export async function assertPortFree(config: Pick<ListenConfig, 'host' | 'port'>): Promise<void> {
   if (config.port === 0) return;
   const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', (error: NodeJS.ErrnoException) => reject(listenFailure(error, config)));
-    probe.listen(config.port, config.host, () => resolve());
-  });
+  await bindHost(probe, config, undefined);
   await new Promise((resolve) => probe.close(resolve));
+}
+
+/** Every interface, IPv6 and IPv4 alike: `::` with IPv4 mapped in (`ipv6Only` false), as Java binds. */
+export const EVERY_INTERFACE = '::';
+
+/**
+ * Listens on the configured host and port, and answers the host it took. `::` is dual-stack (IPv4
+ * clients arrive as `::ffff:a.b.c.d`); on a machine without IPv6, where `::` cannot be bound, it
+ * falls back to `0.0.0.0` and says so, so that "every interface" still means every IPv4 one.
+ */
+export async function bindHost(
+  server: NetServer,
+  config: Pick<ListenConfig, 'host' | 'port'>,
+  logger: Logger | undefined,
+): Promise<string> {
+  try {
+    await bindOnce(server, config.port, config.host);
+    return config.host;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (config.host !== EVERY_INTERFACE || (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL'))
+      throw listenFailure(error as NodeJS.ErrnoException, config);
+    logger?.log('warn', 'http.no_ipv6', {
+      message: `:: cannot be bound here (${code}: this machine has no IPv6), so every IPv4 interface (0.0.0.0) is listened on instead`,
+    });
+    try {
+      await bindOnce(server, config.port, '0.0.0.0');
+    } catch (fallback) {
+      throw listenFailure(fallback as NodeJS.ErrnoException, { ...config, host: '0.0.0.0' });
+    }
+    return '0.0.0.0';
+  }
+}
+
+function bindOnce(server: NetServer, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const failed = (error: Error) => reject(error);
+    server.once('error', failed);
+    server.listen({ port, host, ipv6Only: false }, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
 }
 
 /** Why the node cannot listen, in one line naming the setting to change. */

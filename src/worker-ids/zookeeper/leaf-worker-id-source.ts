@@ -335,7 +335,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     const where = `${Math.abs(skew.skewMs)} ms ${skew.skewMs < 0 ? 'behind' : 'ahead of'} the median of ${skew.liveNodes} live node(s) under ${this.paths.forever} (limit --clock-max-skew-ms ${limit})`;
     throw new FrondError(
       skew.skewMs < 0 ? 'CLOCK_MOVED_BACKWARDS' : 'WORKER_ID_UNAVAILABLE',
-      `the clock is ${where}; fix the clock (NTP) and start again`,
+      `the clock is ${where}; fix the clock (NTP) and start again (--clock-max-skew-ms 0 skips this check)`,
     );
   }
 
