@@ -105,7 +105,8 @@ export const TAG_LIST = command({
 export const TAG_SET_STEP = command({
   name: 'tag set-step',
   positionals: ['tag', 'step'],
-  summary: "changes a tag's step; running nodes use it from their next segment load",
+  summary:
+    "changes a tag's step: the length of a node's first two segments, and the floor of its dynamic step from its next load",
   options: STORE_OPTIONS,
 });
 

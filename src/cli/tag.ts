@@ -129,7 +129,10 @@ async function setStep(args: string[], out: (line: string) => void): Promise<num
     await store.setStep(tag, step);
     return store.description;
   });
-  out(`tag ${tag}: step set to ${step}, used by running nodes from their next segment load (store ${where})`);
+  // As Leaf, a running node's dynamic step goes on: the row's step is only its floor (segment-step.ts).
+  out(
+    `tag ${tag}: step set to ${step}: the length of a node's first two segments of the tag, and the floor of its dynamic step from its next segment load (store ${where})`,
+  );
   return 0;
 }
 
