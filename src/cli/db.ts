@@ -6,16 +6,27 @@ import { didYouMean, parseCommand, usage } from './options.js';
 import { commandStore, storeOf, withStore } from './store-options.js';
 
 /**
- * `frond db init [--print]`: prints the DDL of leaf_alloc for the store's dialect (no connection),
- * or creates the table if it is missing. An existing table, Leaf's included, is never altered. The
+ * `frond db init [--print [--grant-to USER]]`: prints the DDL of leaf_alloc and frond's tables for
+ * the store's dialect, with `--grant-to` the GRANTs an account needs (no connection), or creates the
+ * tables that are missing. An existing table, Leaf's included, is never altered. The
  * one command that creates an SQLite store (and its data dir) where none is.
  */
 async function init(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, sources } = parseCommand(DB_INIT, args, { rejectUnknownEnv: true });
   if (settings.print) {
-    out(`${backendOf(storeOf(settings)).ddl};`);
+    const backend = backendOf(storeOf(settings));
+    if (settings.grantTo !== undefined && backend.grants === undefined)
+      throw usage(
+        `--grant-to: a ${backend.name} store has no accounts; give the --store of a database server`,
+      );
+    const grants = settings.grantTo === undefined ? undefined : backend.grants?.(settings.grantTo);
+    out(`${backend.ddl};`);
+    if (grants !== undefined) out(`\n${grants}`);
     return 0;
   }
+  // GRANTs are a DBA's to run, as the DDL: frond prints them and runs none.
+  if (settings.grantTo !== undefined)
+    throw usage('--grant-to prints the GRANTs an administrator runs: give it with --print');
   const choice = commandStore(settings, sources);
   // SQLite creates the table when it opens the file: a file that was not there is a store created.
   const existed = choice.file === undefined || existsSync(choice.file);

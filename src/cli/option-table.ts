@@ -138,7 +138,16 @@ export const DB_INIT = command({
       flag: 'print',
       default: false,
       env: false,
-      help: "print the table's DDL instead (no connection)",
+      help: "print the tables' DDL instead (no connection)",
+    }),
+    string({
+      name: 'grantTo',
+      flag: 'grant-to',
+      default: undefined,
+      maxLength: 340,
+      env: false,
+      placeholder: 'USER',
+      help: 'with --print: the GRANTs that give the account USER (MySQL: USER or USER@HOST) what frond needs',
     }),
   ],
 });
