@@ -206,6 +206,25 @@ export const DB_FENCE = command({
   ],
 });
 
+export const DB_CHECK = command({
+  name: 'db check',
+  positionals: [],
+  summary:
+    'lists the tags the next fences would put at risk (a 32-bit ID column passed, a step above the skip, an opaque domain used up); changes nothing, exit 1 if it lists any',
+  options: [
+    ...STORE_OPTIONS,
+    integer({
+      name: 'fenceSkip',
+      flag: 'fence-skip',
+      default: DEFAULT_FENCE_SKIP,
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      env: false,
+      help: "the nodes' --fence-skip: IDs a fence adds to every tag",
+    }),
+  ],
+});
+
 export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
   TAG_ADD,
@@ -214,5 +233,6 @@ export const COMMANDS: readonly CommandSpec[] = [
   TAG_REMOVE,
   DB_INIT,
   DB_FENCE,
+  DB_CHECK,
   DECODE,
 ];
