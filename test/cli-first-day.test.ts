@@ -125,7 +125,7 @@ describe('frond tag, db and decode name their store and never make one silently 
     assert.equal(step.code, 0, step.stderr);
     assert.equal(
       step.stdout,
-      `tag orders: step set to 500, used by running nodes from their next segment load (store ${store})\n`,
+      `tag orders: step set to 500: the length of a node's first two segments of the tag, and the floor of its dynamic step from its next segment load (store ${store})\n`,
     );
     const table = await run('tag', 'list');
     assert.equal(table.code, 0, table.stderr);

@@ -92,6 +92,20 @@ describe('frond CLI', () => {
       [['serve', '--token', 'ok', '--token', ''], /--token has an empty or blank value/],
       [['serve', '--token', 'a b'], /--token holds whitespace/],
       [['serve', '--admin-token', ''], /--admin-token is empty or blank/],
+      // GRANTs are printed for an administrator, for an account of a database server.
+      [
+        ['db', 'init', '--grant-to', 'leaf', '--store', 'mysql://x@h/db'],
+        /--grant-to .*give it with --print/,
+      ],
+      [
+        ['db', 'init', '--print', '--grant-to', 'leaf', '--data-dir', dataDir],
+        /a sqlite store has no accounts/,
+      ],
+      [['db', 'init', '--print', '--grant-to', "a'b", '--store', 'mysql://x@h/db'], /is not a MySQL account/],
+      [
+        ['db', 'init', '--print', '--grant-to', 'a\nb', '--store', 'postgres://x@h/db'],
+        /is not a PostgreSQL role/,
+      ],
     ];
     for (const [args, pattern] of cases) assertOneLineError(await runFrond(args), 2, pattern);
     assertOneLineError(

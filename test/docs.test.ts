@@ -10,7 +10,19 @@ import { ERROR_CODES } from '../src/core/errors.js';
 import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
 import { DEFAULT_TAG_STEP } from '../src/core/tag-catalogue.js';
 import { MAX_COUNT, MAX_RANGE_COUNT } from '../src/server/ids/v1-handlers.js';
+import { postgresBackend } from '../src/stores/postgres/postgres-backend.js';
 import { DEFAULT_FENCE_SKIP } from '../src/stores/segment-primitive.js';
+import {
+  ADDING,
+  ADDING_OPAQUE,
+  FENCING,
+  LISTING,
+  REMOVING,
+  SERVING,
+  SETTING_STEP,
+  STORE_TABLES,
+  type Use,
+} from '../src/stores/sql/table-access.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -263,6 +275,31 @@ describe('documentation agrees with the code', () => {
       assert.equal(ERROR_CODES[code].exitCode, Number(failed[1]), code);
     const codes = new Set(Object.values(ERROR_CODES).map((spec) => spec.exitCode));
     assert.deepEqual([...codes].sort(), [Number(failed[1]), Number(usage[1])].sort(), 'no third exit code');
+  });
+
+  it("gives the account's privileges and GRANTs as src/stores/sql/table-access.ts holds them", () => {
+    const doc = read('docs/databases.md');
+    const block = /<!-- grants: postgres frond -->\n\n```sql\n([\s\S]*?)\n```/.exec(doc);
+    assert.ok(block, 'docs/databases.md shows the GRANTs for the account frond');
+    assert.equal(block[1], postgresBackend.grants?.('frond'));
+    const section = doc.slice(doc.indexOf('## The account frond connects as'));
+    const rows = [...section.matchAll(/^\| (`frond [^|]*|serving[^|]*)\|(.*)\|$/gm)].map((row) =>
+      (row[2] ?? '').split('|').map((cell) => cell.trim()),
+    );
+    const cells = (use: Use, opaque?: Use) =>
+      STORE_TABLES.map((table) => {
+        const own = (use.needs[table] ?? []).join(', ');
+        const more = (opaque?.needs[table] ?? []).filter((p) => !(use.needs[table] ?? []).includes(p));
+        return more.length === 0 ? own : `${own}; ${more.join(', ')} for an opaque tag`;
+      });
+    assert.deepEqual(rows.slice(0, 6), [
+      cells(SERVING),
+      cells(FENCING),
+      cells(LISTING),
+      cells(ADDING, ADDING_OPAQUE),
+      cells(REMOVING),
+      cells(SETTING_STEP),
+    ]);
   });
 
   it('gives the batch and range limits and the epoch as the code does', () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 import { systemClock } from '../src/core/clock.js';
+import { FrondError } from '../src/core/errors.js';
 import { type Logger, silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { readiness } from '../src/server/ops/readiness.js';
@@ -238,6 +239,22 @@ describe('readiness', () => {
     segment.close();
     assert.equal(result.ready, false);
     assert.match(result.checks.segment?.detail ?? '', /unreachable and nothing buffered/);
+  });
+
+  it('says the store refuses, with what it lacks, when it answered INVALID_CONFIG (a privilege, a table)', async () => {
+    const store = new MemoryStore();
+    const refusal = 'postgres://leaf@db/ids: the account leaf lacks INSERT on frond_high_water, which …';
+    store.listTags = async () => {
+      throw new FrondError('INVALID_CONFIG', refusal);
+    };
+    const segment = new SegmentAllocator(store, systemClock, silentLogger, DEFAULT_SEGMENT_ALLOCATOR_OPTIONS);
+    await segment.start();
+    const stats = new StatsSampler(systemClock);
+    stats.attach(segment, undefined);
+    const result = readiness(segment, undefined, stats);
+    segment.close();
+    assert.equal(result.ready, false);
+    assert.equal(result.checks.segment?.detail, `store answers but refuses (nothing buffered): ${refusal}`);
   });
 });
 

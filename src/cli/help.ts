@@ -17,7 +17,9 @@ naming a file that holds the value. frond never prints a password.
 or mysql://USER:PASSWORD@HOST:PORT/DB (MySQL and MariaDB), with optional ?pool=4
 &connect_timeout_ms=5000&query_timeout_ms=5000. TLS: postgres://…?sslmode=verify-full&sslrootcert=
 ca.pem (also sslcert, sslkey), mysql://…?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem (also ssl-cert,
-ssl-key, tls-version); see docs/databases.md. 'frond db init --print' shows the table's DDL.
+ssl-key, tls-version); see docs/databases.md. 'frond db init --print' shows the tables' DDL, and
+with --grant-to USER the GRANTs that account needs; 'frond db check' lists the tags a fence would
+put at risk.
 
 Snowflake worker IDs come from <data-dir>/snowflake-worker.json (or --worker-id) unless a
 coordinator hands them out: --zk keeps Leaf's layout (/snowflake/NAME/forever/IP:PORT-SEQ, one

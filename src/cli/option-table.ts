@@ -105,7 +105,8 @@ export const TAG_LIST = command({
 export const TAG_SET_STEP = command({
   name: 'tag set-step',
   positionals: ['tag', 'step'],
-  summary: "changes a tag's step; running nodes use it from their next segment load",
+  summary:
+    "changes a tag's step: the length of a node's first two segments, and the floor of its dynamic step from its next load",
   options: STORE_OPTIONS,
 });
 
@@ -137,7 +138,16 @@ export const DB_INIT = command({
       flag: 'print',
       default: false,
       env: false,
-      help: "print the table's DDL instead (no connection)",
+      help: "print the tables' DDL instead (no connection)",
+    }),
+    string({
+      name: 'grantTo',
+      flag: 'grant-to',
+      default: undefined,
+      maxLength: 340,
+      env: false,
+      placeholder: 'USER',
+      help: 'with --print: the GRANTs that give the account USER (MySQL: USER or USER@HOST) what frond needs',
     }),
   ],
 });
@@ -196,6 +206,25 @@ export const DB_FENCE = command({
   ],
 });
 
+export const DB_CHECK = command({
+  name: 'db check',
+  positionals: [],
+  summary:
+    'lists the tags the next fences would put at risk (a 32-bit ID column passed, a step above the skip, an opaque domain used up); changes nothing, exit 1 if it lists any',
+  options: [
+    ...STORE_OPTIONS,
+    integer({
+      name: 'fenceSkip',
+      flag: 'fence-skip',
+      default: DEFAULT_FENCE_SKIP,
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+      env: false,
+      help: "the nodes' --fence-skip: IDs a fence adds to every tag",
+    }),
+  ],
+});
+
 export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
   TAG_ADD,
@@ -204,5 +233,6 @@ export const COMMANDS: readonly CommandSpec[] = [
   TAG_REMOVE,
   DB_INIT,
   DB_FENCE,
+  DB_CHECK,
   DECODE,
 ];

@@ -56,19 +56,20 @@ export function commandStore(settings: StoreSettings, sources: Record<string, st
  * Opens the command's store, runs `use` and closes it. An SQLite file that does not exist is
  * refused unless `create` (only `frond db init` creates a store): a command run from another folder,
  * or with a mistyped `--data-dir`, would otherwise write to a new empty store the nodes never read.
- * A failure names the store it came from.
+ * With `readOnly`, a database server's store creates no table (`frond db check`). A failure names
+ * the store it came from.
  */
 export async function withStore<T>(
   choice: CommandStore,
   use: (store: OpenedStore) => Promise<T>,
-  { create = false }: { create?: boolean } = {},
+  { create = false, readOnly = false }: { create?: boolean; readOnly?: boolean } = {},
 ): Promise<T> {
   if (!create && choice.file !== undefined && !existsSync(choice.file))
     throw new FrondError(
       'INVALID_CONFIG',
       `no store at sqlite:${choice.file} (${choice.from}): the file does not exist; pass --data-dir or --store to name the existing store, or create this one with 'frond db init'`,
     );
-  const store = openStoreFor(choice.spec, choice.setting);
+  const store = openStoreFor(choice.spec, choice.setting, { readOnly });
   try {
     return await use(store);
   } catch (error) {

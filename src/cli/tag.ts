@@ -7,6 +7,7 @@ import { ask, mustAsk } from './confirm.js';
 import { TAG_ADD, TAG_LIST, TAG_REMOVE, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { commandStore, withStore } from './store-options.js';
+import { textTable } from './text-table.js';
 
 async function add(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, positionals, sources } = parseCommand(TAG_ADD, args, { rejectUnknownEnv: true });
@@ -115,15 +116,7 @@ async function list(args: string[], out: (line: string) => void): Promise<number
       ];
     }),
   );
-  const widths =
-    table[0]?.map((_, column) => Math.max(...table.map((row) => (row[column] ?? '').length))) ?? [];
-  for (const row of table)
-    out(
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    );
+  for (const line of textTable(table)) out(line);
   return 0;
 }
 
@@ -135,7 +128,10 @@ async function setStep(args: string[], out: (line: string) => void): Promise<num
     await store.setStep(tag, step);
     return store.description;
   });
-  out(`tag ${tag}: step set to ${step}, used by running nodes from their next segment load (store ${where})`);
+  // As Leaf, a running node's dynamic step goes on: the row's step is only its floor (segment-step.ts).
+  out(
+    `tag ${tag}: step set to ${step}: the length of a node's first two segments of the tag, and the floor of its dynamic step from its next segment load (store ${where})`,
+  );
   return 0;
 }
 

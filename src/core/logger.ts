@@ -45,6 +45,7 @@ export type LogEvent =
   | 'segment.fence_found'
   | 'store.back'
   | 'store.lost'
+  | 'store.unchecked'
   | 'store.connection_lost'
   // Snowflake mode (src/core) and its worker-ID sources (src/workers).
   | 'snowflake.started'

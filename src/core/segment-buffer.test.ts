@@ -166,21 +166,50 @@ describe('SegmentBuffer', () => {
     );
   });
 
-  it("restarts the dynamic step from the table's step when a DBA changes it", async () => {
+  // Leaf's SegmentIDGenImpl.updateSegmentFromDb (leaf-core/.../segment/SegmentIDGenImpl.java at
+  // 86a6441), from the third load on: `nextStep` is doubled from `buffer.getStep()` (lines 173-179),
+  // the buffer keeps it (`setStep(nextStep)`, line 191) and takes only its floor from the row
+  // (`setMinStep(leafAlloc.getStep())`, line 192); halving stops at that floor (line 183).
+  it("keeps doubling when a DBA lowers the table's step, as Leaf, and halves down to the new step", async () => {
+    const { store, buffer, clock } = setup(10, 1n);
+    await take(buffer, 10);
+    await clock.advance(MINUTE);
+    await take(buffer, 10); // load 3 with 20
+    await store.setStep('orders', 5);
+    for (const used of [20, 40, 80]) {
+      await clock.advance(MINUTE);
+      await take(buffer, used); // loads 4, 5, 6: 40, 80, 160, whatever the row says
+    }
+    for (const used of [160, 80, 40, 20, 10, 5]) {
+      await clock.advance(31 * MINUTE);
+      await take(buffer, used); // loads 7 to 12: halved to 80, 40, 20, 10, 5, and 5 stays
+    }
+    await settle();
+    assert.deepEqual(
+      store.calls.map((c) => c.step),
+      [undefined, undefined, 20, 40, 80, 160, 80, 40, 20, 10, 5, 5],
+    );
+    assert.equal(buffer.state().minStep, 5);
+  });
+
+  it("keeps its step when a DBA raises the table's step, as Leaf: the row's step is only the floor", async () => {
     const { store, buffer, clock } = setup(10, 1n);
     await take(buffer, 10);
     await clock.advance(MINUTE);
     await take(buffer, 10); // load 3 with 20
     await store.setStep('orders', 500);
     await clock.advance(MINUTE);
-    await take(buffer, 20); // load 4 with 40, reads the new table step
+    await take(buffer, 20); // load 4 with 40: the floor is now 500
+    await clock.advance(31 * MINUTE);
+    await take(buffer, 40); // load 5: 40 / 2 is below the floor, so 40 stays (line 183)
     await clock.advance(MINUTE);
-    await take(buffer, 40); // load 5 starts from 500, doubled once: 1000
+    await take(buffer, 40); // load 6: doubled, 80
     await settle();
     assert.deepEqual(
       store.calls.map((c) => c.step),
-      [undefined, undefined, 20, 40, 1000],
+      [undefined, undefined, 20, 40, 40, 80],
     );
+    assert.equal(buffer.state().minStep, 500);
   });
 
   it('counts the IDs it handed out across segments', async () => {

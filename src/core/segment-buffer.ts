@@ -2,7 +2,7 @@ import { type Clock, within } from './clock.js';
 import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
-import { LEAF_STEP_RULES, nextStep, type StepRules } from './segment-step.js';
+import { LEAF_STEP_RULES, nextStep, type StepRules, stepsAfterLoad } from './segment-step.js';
 import { type Allocation, MAX_SEGMENT_ID, type SegmentStore } from './segment-store.js';
 import { MAX_TABLE_STEP } from './tag.js';
 import { tagNotFound } from './tag-catalogue.js';
@@ -532,21 +532,11 @@ export class SegmentBuffer {
     this.checkKind(allocation);
     const range = this.toRange(allocation);
     const previousStep = this.step;
-    if (this.loads === 0) {
-      // The step's clock starts at load 2 (as Leaf's); stats show when the first load was made.
-      this.lastLoadAt = startedAt;
-      this.step = allocation.step;
-      this.minStep = allocation.tableStep;
-    } else if (this.loads === 1) {
-      this.lastLoadAt = startedAt;
-      this.step = allocation.step;
-      this.minStep = allocation.tableStep;
-    } else {
-      this.lastLoadAt = startedAt;
-      // Better than Leaf (#111, #200): a step changed in the table takes effect from the next load.
-      this.step = allocation.tableStep !== this.minStep ? allocation.tableStep : allocation.step;
-      this.minStep = allocation.tableStep;
-    }
+    // The step's clock starts at load 2, as Leaf's; stats show when the first load was made.
+    this.lastLoadAt = startedAt;
+    const after = stepsAfterLoad(allocation);
+    this.step = after.step;
+    this.minStep = after.minStep;
     this.loads++;
     this.lastLoadMs = this.clock.now() - startedAt;
     this.logger.log('info', 'segment.loaded', {

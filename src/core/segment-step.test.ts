@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LEAF_STEP_RULES, nextStep } from './segment-step.js';
+import { LEAF_STEP_RULES, nextStep, stepsAfterLoad } from './segment-step.js';
 
 const MINUTE = 60_000;
 
@@ -34,5 +34,29 @@ describe('nextStep (Leaf dynamic step)', () => {
     assert.equal(nextStep(100, 999, 10, rules), 100);
     assert.equal(nextStep(100, 1500, 10, rules), 100);
     assert.equal(nextStep(100, 2000, 10, rules), 50);
+  });
+});
+
+describe('stepsAfterLoad (Leaf SegmentIDGenImpl.updateSegmentFromDb, lines 162-192 at 86a6441)', () => {
+  it('keeps the step the load asked for and takes only the floor from the row', () => {
+    // Line 191 `buffer.setStep(nextStep)`, line 192 `buffer.setMinStep(leafAlloc.getStep())`.
+    assert.deepEqual(stepsAfterLoad({ step: 128, tableStep: 5 }), { step: 128, minStep: 5 });
+    assert.deepEqual(stepsAfterLoad({ step: 128, tableStep: 100_000 }), { step: 128, minStep: 100_000 });
+  });
+
+  it("keeps the row's step as both on the first two loads, which ask for the row's step", () => {
+    // Lines 164-165 and 169-170: `setStep(leafAlloc.getStep())`, `setMinStep(leafAlloc.getStep())`.
+    assert.deepEqual(stepsAfterLoad({ step: 10, tableStep: 10 }), { step: 10, minStep: 10 });
+  });
+
+  it('then halves a doubled step down to a lowered floor, as line 183', () => {
+    let { step, minStep } = stepsAfterLoad({ step: 40, tableStep: 5 });
+    const steps: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      step = nextStep(step, 31 * MINUTE, minStep, LEAF_STEP_RULES);
+      ({ step, minStep } = stepsAfterLoad({ step, tableStep: 5 }));
+      steps.push(step);
+    }
+    assert.deepEqual(steps, [20, 10, 5, 5, 5]);
   });
 });

@@ -32,3 +32,21 @@ export function nextStep(
   const half = Math.floor(current / 2);
   return half >= minStep ? half : current;
 }
+
+/**
+ * The dynamic step and its floor after a load that was granted `step` IDs from a row whose step is
+ * `tableStep`, as Leaf's SegmentIDGenImpl.updateSegmentFromDb leaves them
+ * (leaf-core/src/main/java/com/sankuai/inf/leaf/segment/SegmentIDGenImpl.java in
+ * Meituan-Dianping/Leaf at 86a6441): loads 1 and 2 ask for the row's step and keep it as both
+ * (lines 164-165 and 169-170, `setStep(leafAlloc.getStep())`, `setMinStep(leafAlloc.getStep())`);
+ * every later load keeps the step it asked for and takes only the floor from the row (lines
+ * 191-192, `setStep(nextStep)`, `setMinStep(leafAlloc.getStep())`). So a step changed in the table
+ * by hand moves a running node's floor, not its step: from a dynamic step of 64, a row set to 5
+ * goes on 128, 256, … while traffic lasts, and halves down to 5 once it slows.
+ */
+export function stepsAfterLoad(granted: { step: number; tableStep: number }): {
+  step: number;
+  minStep: number;
+} {
+  return { step: granted.step, minStep: granted.tableStep };
+}

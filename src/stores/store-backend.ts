@@ -16,11 +16,23 @@ export interface OpenedStore extends SegmentPrimitive, TagCatalogue {
    * the store already did it (SQLite creates the table when it opens the file).
    */
   init?(): Promise<TableCheck>;
+  /**
+   * Whether the account frond connects as may serve segments: the tables are there (created when
+   * missing, if it may) and every privilege serving needs is granted; else INVALID_CONFIG naming
+   * what is missing (STORE_UNAVAILABLE when the database does not answer). Absent where there is no
+   * account (SQLite: the file's permissions are checked when it opens).
+   */
+  checkServing?(): Promise<void>;
 }
 
 export interface OpenStoreOptions {
   /** Receives connection failures of database pools (they never end the process). */
   logger?: Logger;
+  /**
+   * Creates no table (`frond db check`): a database without frond's tables is read as one frond
+   * never served from. SQLite ignores it: its file is frond's own, made with every table.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -42,6 +54,12 @@ export interface StoreBackend<C = unknown> {
   readonly usage: string;
   /** The DDL that creates `leaf_alloc`, without the final `;` (`frond db init --print` adds it). */
   readonly ddl: string;
+  /**
+   * The GRANTs that give the account `user` what frond needs (`frond db init --print --grant-to`),
+   * each line ending in `;`; INVALID_ARGUMENT for a name it cannot quote. Absent where a store has
+   * no accounts (SQLite).
+   */
+  grants?(user: string): string;
   /** The `--store` value fit for an error message or a log line: a password becomes `***`. */
   redact(spec: string): string;
   /** Reads a `--store` value; every mistake is one line of INVALID_CONFIG, without the password. */

@@ -78,6 +78,11 @@ export async function createDatabase(dialect: ServerDialect): Promise<TestDataba
   };
 }
 
+/** One statement on the server as its administrator, outside any test's database (`CREATE ROLE`). */
+export async function onServer(dialect: ServerDialect, text: string): Promise<void> {
+  await statement(dialect, ADMIN[dialect].database, text);
+}
+
 async function adminStatement(dialect: ServerDialect, database: string, text: string): Promise<void> {
   if (dialect === 'postgres') {
     // A database still in use by a node that was killed cannot be dropped; WITH (FORCE) ends those.

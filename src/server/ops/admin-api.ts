@@ -159,7 +159,10 @@ export async function addTag(
   return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
 }
 
-/** `PATCH /v1/tags/{tag}` with `{"step"}`: running nodes use it from their next segment load. */
+/**
+ * `PATCH /v1/tags/{tag}` with `{"step"}`: the length of a node's first two segments of the tag, and
+ * the floor of a running node's dynamic step from its next load (as Leaf: segment-step.ts).
+ */
 export async function patchTag(
   store: TagCatalogue,
   rawTag: string,

@@ -106,7 +106,9 @@ function draw(stats) {
       ? storeError.message.slice(store.description.length + 2) : storeError.message)
     : '';
   if (store) {
-    set('store', esc(store.kind) + ' <small>' + (store.reachable ? 'reachable' : 'unreachable') + '</small>', store.reachable ? 'ok' : 'bad');
+    // A store that answered with INVALID_CONFIG (a privilege, a table missing) refuses: it is reached.
+    const state = store.reachable ? 'reachable' : store.error && store.error.code === 'INVALID_CONFIG' ? 'refuses' : 'unreachable';
+    set('store', esc(store.kind) + ' <small>' + state + '</small>', store.reachable ? 'ok' : 'bad');
     sub('storeSub', store.description);
   } else {
     set('store', 'off', 'muted');

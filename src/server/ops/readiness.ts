@@ -46,13 +46,18 @@ export function readiness(
   if (segment) {
     const reachable = segment.storeReachable;
     const buffered = stats.anyBuffered();
+    // A store that answered with a refusal (an account without a privilege, frond's tables missing)
+    // is reached: the fix is a GRANT or a table, not the network.
+    const failure = segment.storeFailure;
     checks.segment = {
       ok: reachable || buffered,
       detail: reachable
         ? `store ${segment.store.description} reachable`
-        : buffered
-          ? 'store unreachable; serving buffered IDs'
-          : 'store unreachable and nothing buffered',
+        : failure?.code === 'INVALID_CONFIG'
+          ? `store answers but refuses (${buffered ? 'serving buffered IDs' : 'nothing buffered'}): ${failure.message}`
+          : buffered
+            ? 'store unreachable; serving buffered IDs'
+            : 'store unreachable and nothing buffered',
     };
   }
   return { ready: Object.values(checks).every((check) => check.ok), checks };

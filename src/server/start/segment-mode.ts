@@ -1,10 +1,12 @@
 import type { Clock } from '../../core/clock.js';
+import { describeError, isFrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { CoreObserver } from '../../core/observer.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../core/segment-step.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { servedStore } from '../../stores/fencing/served-store.js';
+import type { OpenedStore } from '../../stores/store-backend.js';
 import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
 import { OpaqueTags } from '../opaque/opaque-tags.js';
@@ -39,6 +41,7 @@ export async function openSegmentMode(
   // otherwise keep a failed start alive.
   const inner = openStoreFor(config.store, config.storeSetting ?? `--store ${config.store}`, { logger });
   cleanups.push(() => inner.close());
+  await checkServing(inner, logger);
   const store = servedStore(inner, {
     dataDir: config.dataDir,
     fenceSkip: config.fenceSkip,
@@ -72,4 +75,20 @@ export async function openSegmentMode(
   // A store that is down at start leaves every tag to be read on its first request.
   await opaque.preload().catch(() => {});
   return { store, allocator, opaque, declaration };
+}
+
+/**
+ * The start is refused when the store answers that this account cannot serve: frond's tables
+ * missing and not to be created, or a privilege serving needs not granted (one line of
+ * INVALID_CONFIG naming them). A store that does not answer is no reason to refuse: the node starts,
+ * as it does with its database down, and serves once it is back (its loads then say what is
+ * missing, and so does `/readyz`).
+ */
+async function checkServing(store: OpenedStore, logger: Logger): Promise<void> {
+  try {
+    await store.checkServing?.();
+  } catch (error) {
+    if (!isFrondError(error, 'STORE_UNAVAILABLE')) throw error;
+    logger.log('warn', 'store.unchecked', { store: store.description, error: describeError(error) });
+  }
 }

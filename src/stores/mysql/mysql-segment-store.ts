@@ -9,7 +9,15 @@ import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../
 import { type ExactText, NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
-import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
+import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
+import {
+  type FrondTable,
+  type Needs,
+  type Privilege,
+  pairsOf,
+  type Refusal,
+  type StoreTable,
+} from '../sql/table-access.js';
 
 /** Leaf's own DDL (its README), only with IF NOT EXISTS: a Leaf table and frond's are the same. */
 export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
@@ -26,26 +34,26 @@ export const MYSQL_DDL = `CREATE TABLE IF NOT EXISTS \`leaf_alloc\` (
  * the highest max_id granted per tag, written in the same transaction as every fenced advance
  * (docs/databases.md, "Failover, restore and split brain").
  */
-export const MYSQL_FROND_DDL = [
-  `CREATE TABLE IF NOT EXISTS \`frond_fence\` (
+export const MYSQL_FROND_DDL: Readonly<Record<FrondTable, string>> = {
+  frond_fence: `CREATE TABLE IF NOT EXISTS \`frond_fence\` (
   \`id\` tinyint NOT NULL,
   \`epoch\` bigint NOT NULL,
   \`identity\` varchar(128) NOT NULL,
   \`fenced_at\` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
   PRIMARY KEY (\`id\`)
 ) ENGINE=InnoDB`,
-  `CREATE TABLE IF NOT EXISTS \`frond_high_water\` (
+  frond_high_water: `CREATE TABLE IF NOT EXISTS \`frond_high_water\` (
   \`biz_tag\` varchar(128) NOT NULL,
   \`max_id\` bigint NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
-  `CREATE TABLE IF NOT EXISTS \`frond_tag_options\` (
+  frond_tag_options: `CREATE TABLE IF NOT EXISTS \`frond_tag_options\` (
   \`biz_tag\` varchar(128) NOT NULL,
   \`opaque_domain\` varchar(16) NOT NULL,
   \`key_check\` varchar(32) NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
-];
+};
 
 /**
  * `column` holds the tag `?` spelled exactly (two parameters, both the tag). MySQL's and MariaDB's
@@ -147,8 +155,52 @@ const INSERT_TAG_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, descripti
  * statement, never in SQL text.
  */
 export class MysqlSegmentStore extends SqlStore {
-  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } = {}) {
-    super(new MysqlDialect(config, options));
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } & SqlStoreOptions = {}) {
+    super(new MysqlDialect(config, options), options);
+  }
+}
+
+/**
+ * MySQL's refusals for want of a privilege: on a table (1142), a column (1143), the database (1044),
+ * a global privilege (1227).
+ */
+const DENIED = new Set([
+  'ER_TABLEACCESS_DENIED_ERROR',
+  'ER_COLUMNACCESS_DENIED_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  'ER_SPECIFIC_ACCESS_DENIED_ERROR',
+]);
+
+/**
+ * The columns without a default of each table and a value of each one's type, for the statements
+ * that probe a privilege: an INSERT naming fewer fails in strict mode even when it inserts no row.
+ */
+const PROBE_ROW: Record<StoreTable, { columns: string; values: string }> = {
+  leaf_alloc: { columns: 'biz_tag, max_id, step', values: "'', 0, 0" },
+  frond_fence: { columns: 'id, epoch, identity', values: "1, 0, ''" },
+  frond_high_water: { columns: 'biz_tag, max_id', values: "'', 0" },
+  frond_tag_options: { columns: 'biz_tag, opaque_domain, key_check', values: "'', '', ''" },
+};
+
+/**
+ * A statement that needs `privilege` on `table` and touches no row (`WHERE 1 = 0`: MySQL checks
+ * the privileges of a statement before it finds that nothing matches, and reads no table for an
+ * impossible WHERE). MySQL has no function that answers whether an account holds a privilege
+ * through its roles and wildcards as a statement sees it, so the statement itself is asked.
+ */
+function probeSql(table: StoreTable, privilege: Privilege): string {
+  const { columns, values } = PROBE_ROW[table];
+  const first = columns.split(',')[0] as string;
+  const value = values.split(',')[0] as string;
+  switch (privilege) {
+    case 'SELECT':
+      return `SELECT 1 FROM ${table} WHERE 1 = 0`;
+    case 'INSERT':
+      return `INSERT INTO ${table} (${columns}) SELECT ${values} FROM DUAL WHERE 1 = 0`;
+    case 'UPDATE':
+      return `UPDATE ${table} SET ${first} = ${value} WHERE 1 = 0`;
+    case 'DELETE':
+      return `DELETE FROM ${table} WHERE 1 = 0`;
   }
 }
 
@@ -428,6 +480,46 @@ class MysqlDialect implements SqlDialect {
 
   isMissingColumn(error: unknown): boolean {
     return errorCode(error) === 'ER_BAD_FIELD_ERROR';
+  }
+
+  isDenied(error: unknown): boolean {
+    return (
+      DENIED.has(errorCode(error) ?? '') || DENIED.has(errorCode((error as Error | undefined)?.cause) ?? '')
+    );
+  }
+
+  async account(): Promise<string> {
+    const [rows] = await this.connections.run('SELECT CURRENT_USER() AS account');
+    return (rows as { account?: string }[])[0]?.account ?? 'unknown';
+  }
+
+  /**
+   * Each privilege asked by a statement that needs it and changes nothing (probeSql), in a
+   * transaction rolled back. A table the account may neither read nor write is unseen: MySQL
+   * answers "command denied" for a table that is missing too, unless the account holds a privilege
+   * on the whole database (then "doesn't exist").
+   */
+  refusals(needs: Needs): Promise<Refusal[]> {
+    return this.connections.onConnection(async (connection) => {
+      const refused = new Map<StoreTable, { missing: Privilege[]; gone: boolean }>();
+      await connection.query('START TRANSACTION');
+      for (const { table, privilege } of pairsOf(needs)) {
+        try {
+          await connection.query(probeSql(table, privilege));
+        } catch (error) {
+          const gone = this.isMissingTable(error);
+          if (!gone && !this.isDenied(error)) throw error;
+          const entry = refused.get(table) ?? { missing: [], gone: false };
+          refused.set(table, { missing: [...entry.missing, privilege], gone: entry.gone || gone });
+        }
+      }
+      await connection.query('ROLLBACK');
+      return [...refused].map(([table, { missing, gone }]) => ({
+        table,
+        missing,
+        unseen: gone || missing.length === (needs[table] ?? []).length,
+      }));
+    }, 'privilege check');
   }
 
   isDuplicateKey(error: unknown): boolean {

@@ -1,6 +1,8 @@
+import { FrondError } from '../../core/errors.js';
 import type { NetworkSqlConfig } from '../../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
 import { POSTGRES_TLS } from '../../sql/postgres-tls.js';
+import { grantScript } from '../sql/table-access.js';
 import type { StoreBackend } from '../store-backend.js';
 import { POSTGRES_DDL, POSTGRES_FROND_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
 
@@ -9,8 +11,20 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   name: 'postgres',
   prefixes: ['postgres://', 'postgresql://'],
   usage: 'postgres://USER@HOST:PORT/DB',
-  ddl: [POSTGRES_DDL, ...POSTGRES_FROND_DDL].join(';\n\n'),
+  ddl: [POSTGRES_DDL, ...Object.values(POSTGRES_FROND_DDL)].join(';\n\n'),
+  grants: (user) => grantScript(postgresRole(user)),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
-  open: (config, { logger }) => new PostgresSegmentStore(config, { logger }),
+  open: (config, { logger, readOnly }) => new PostgresSegmentStore(config, { logger, readOnly }),
 };
+
+/** A role name as a quoted identifier (`"leaf"`, a `"` doubled); a control character is refused. */
+function postgresRole(user: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (user === '' || user.length > 63 || /[\x00-\x1f\x7f]/.test(user))
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `--grant-to ${JSON.stringify(user)} is not a PostgreSQL role name: 1 to 63 characters, none a control character`,
+    );
+  return `"${user.replace(/"/g, '""')}"`;
+}

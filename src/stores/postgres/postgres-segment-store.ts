@@ -9,7 +9,15 @@ import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js
 import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
-import { type SqlDialect, type SqlResult, SqlStore } from '../sql/sql-store.js';
+import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
+import {
+  type FrondTable,
+  type Needs,
+  type Privilege,
+  pairsOf,
+  type Refusal,
+  type StoreTable,
+} from '../sql/table-access.js';
 
 /**
  * Leaf's MySQL table in PostgreSQL's types. MySQL's TIMESTAMP is an instant (stored in UTC), which
@@ -30,23 +38,23 @@ export const POSTGRES_DDL = `CREATE TABLE IF NOT EXISTS leaf_alloc (
  * the highest max_id granted per tag, written in the same transaction as every fenced advance
  * (docs/databases.md, "Failover, restore and split brain").
  */
-export const POSTGRES_FROND_DDL = [
-  `CREATE TABLE IF NOT EXISTS frond_fence (
+export const POSTGRES_FROND_DDL: Readonly<Record<FrondTable, string>> = {
+  frond_fence: `CREATE TABLE IF NOT EXISTS frond_fence (
   id        SMALLINT     NOT NULL PRIMARY KEY CHECK (id = 1),
   epoch     BIGINT       NOT NULL,
   identity  VARCHAR(128) NOT NULL,
   fenced_at TIMESTAMPTZ  NOT NULL DEFAULT CURRENT_TIMESTAMP
 )`,
-  `CREATE TABLE IF NOT EXISTS frond_high_water (
+  frond_high_water: `CREATE TABLE IF NOT EXISTS frond_high_water (
   biz_tag VARCHAR(128) NOT NULL PRIMARY KEY,
   max_id  BIGINT       NOT NULL
 )`,
-  `CREATE TABLE IF NOT EXISTS frond_tag_options (
+  frond_tag_options: `CREATE TABLE IF NOT EXISTS frond_tag_options (
   biz_tag       VARCHAR(128) NOT NULL PRIMARY KEY,
   opaque_domain VARCHAR(16)  NOT NULL,
   key_check     VARCHAR(32)  NOT NULL
 )`,
-];
+};
 
 /**
  * The database a statement runs on: the system identifier (a replica shares it) and the timeline
@@ -167,8 +175,18 @@ const TAGS_LOCK = 'SELECT pg_advisory_xact_lock(1718775396, 0)';
 /** Every tag up by the skip from its floor (fence-sql.ts). */
 const FENCE_FLOOR = fenceFloor();
 
-/** PostgreSQL's undefined_table, undefined_column and unique_violation. */
+/**
+ * Each (table, privilege) asked, whether the table is there (by the search path, as frond's
+ * statements find it) and whether the account holds the privilege, itself or through a role:
+ * one read of the catalogue, which every account may read.
+ */
+const PRIVILEGES = `SELECT n.t AS table_name, n.p AS privilege, to_regclass(n.t) IS NOT NULL AS present,
+       COALESCE(has_table_privilege(to_regclass(n.t), n.p), false) AS granted
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(t, p, i) ORDER BY n.i`;
+
+/** PostgreSQL's undefined_table, undefined_column, insufficient_privilege and unique_violation. */
 const UNDEFINED_TABLE = '42P01';
+const INSUFFICIENT_PRIVILEGE = '42501';
 const UNDEFINED_COLUMN = '42703';
 const UNIQUE_VIOLATION = '23505';
 /** lock_not_available: a lock_timeout passed. */
@@ -181,8 +199,8 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * the commit, as Leaf's UPDATE-then-SELECT transaction does, in one round trip instead of four.
  */
 export class PostgresSegmentStore extends SqlStore {
-  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } = {}) {
-    super(new PostgresDialect(config, options));
+  constructor(config: NetworkSqlConfig, options: { logger?: Logger | undefined } & SqlStoreOptions = {}) {
+    super(new PostgresDialect(config, options), options);
   }
 }
 
@@ -324,6 +342,39 @@ class PostgresDialect implements SqlDialect {
 
   isMissingColumn(error: unknown): boolean {
     return sqlState(error) === UNDEFINED_COLUMN;
+  }
+
+  isDenied(error: unknown): boolean {
+    return sqlState(error) === INSUFFICIENT_PRIVILEGE;
+  }
+
+  async account(): Promise<string> {
+    const { rows } = await this.connections.query<{ account: string }>('SELECT current_user AS account');
+    return rows[0]?.account ?? 'unknown';
+  }
+
+  async refusals(needs: Needs): Promise<Refusal[]> {
+    const pairs = pairsOf(needs);
+    const { rows } = await this.connections.query<{
+      table_name: StoreTable;
+      privilege: Privilege;
+      present: boolean;
+      granted: boolean;
+    }>({
+      text: PRIVILEGES,
+      values: [pairs.map((pair) => pair.table), pairs.map((pair) => pair.privilege)],
+    });
+    const refusals = new Map<StoreTable, Refusal>();
+    for (const row of rows) {
+      if (row.granted) continue;
+      const refusal = refusals.get(row.table_name) ?? {
+        table: row.table_name,
+        missing: [],
+        unseen: !row.present,
+      };
+      refusals.set(row.table_name, { ...refusal, missing: [...refusal.missing, row.privilege] });
+    }
+    return [...refusals.values()];
   }
 
   isDuplicateKey(error: unknown): boolean {

@@ -11,6 +11,23 @@ import type { SqlValue } from '../../sql/network-sql.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
 import { COLUMNS, type OptionRow, opaqueMap, type RawRow, settingOf, toTagRow } from './leaf-rows.js';
+import {
+  ADDING,
+  ADDING_OPAQUE,
+  accessRefused,
+  FENCING,
+  FROND_TABLES,
+  type FrondTable,
+  LISTING,
+  type Needs,
+  REMOVING,
+  type Refusal,
+  SERVING,
+  SETTING_STEP,
+  type StoreTable,
+  tablesNotCreated,
+  type Use,
+} from './table-access.js';
 import { TableCheckOnce } from './table-check.js';
 
 /** What one statement answered: its rows (none for a write), and how many rows it changed or matched. */
@@ -30,8 +47,8 @@ export interface SqlDialect {
   readonly description: string;
   /** The DDL of leaf_alloc, run only when the table is missing (IF NOT EXISTS: a race is harmless). */
   readonly leafDdl: string;
-  /** frond's own tables, run at every table check (IF NOT EXISTS). */
-  readonly frondDdl: readonly string[];
+  /** frond's own tables, each run only when the table check finds it missing (IF NOT EXISTS). */
+  readonly frondDdl: Readonly<Record<FrondTable, string>>;
   /** A condition that holds for no row (`false`, `1 = 0`), for the probe of leaf_alloc's columns. */
   readonly noRow: string;
   /** `column` holds exactly the tag: the condition, with a `?` for the tag each of `params` times. */
@@ -62,16 +79,37 @@ export interface SqlDialect {
   deleteTag(tag: string): Promise<bigint | undefined>;
   /** A statement that failed because a table is missing, and so changed nothing. */
   isMissingTable(error: unknown): boolean;
+  /** A statement the database refused for want of a privilege, and so changed nothing. */
+  isDenied(error: unknown): boolean;
+  /** The account as the database names it, for a GRANT: `leaf` (PostgreSQL), `leaf@%` (MySQL). */
+  account(): Promise<string>;
+  /**
+   * What the account lacks of `needs`, table by table (a table it lacks nothing of is left out),
+   * found without changing anything.
+   */
+  refusals(needs: Needs): Promise<Refusal[]>;
   isMissingColumn(error: unknown): boolean;
   isDuplicateKey(error: unknown): boolean;
   close(): Promise<void>;
 }
 
+export interface SqlStoreOptions {
+  /**
+   * Creates nothing (`frond db check`): a missing leaf_alloc is an error, a missing
+   * frond_tag_options holds no opaque tag, and no table is created.
+   */
+  readOnly?: boolean | undefined;
+}
+
+/** What a table's probe found: there, missing, or refused to this account (on MySQL, maybe missing too). */
+type TableState = 'present' | 'missing' | 'denied';
+
 /**
  * `leaf_alloc` and frond's tables on a database server (PostgreSQL, MySQL/MariaDB), shared by any
  * number of nodes: the segment primitive and the tag catalogue over one dialect (`SqlDialect`).
  * Every operation runs after the table check; a driver error is STORE_UNAVAILABLE, named after the
- * store, its cause the driver's error.
+ * store, its cause the driver's error; a statement refused for want of a privilege is one line of
+ * INVALID_CONFIG naming every privilege the operation lacks (table-access.ts).
  */
 export class SqlStore implements OpenedStore {
   readonly description: string;
@@ -79,17 +117,39 @@ export class SqlStore implements OpenedStore {
   readonly singleCopy = false;
   /** The tables, checked before the first operation, and again after one found a table missing. */
   private readonly tables = new TableCheckOnce(() => this.checkTables());
+  /** frond's tables the last check found missing and left so (a read-only store creates nothing). */
+  private absent = new Set<StoreTable>();
+  /** Tables the last check could not read (on MySQL they may be missing too). */
+  private refused = new Set<StoreTable>();
 
-  constructor(private readonly dialect: SqlDialect) {
+  constructor(
+    private readonly dialect: SqlDialect,
+    private readonly options: SqlStoreOptions = {},
+  ) {
     this.description = dialect.description;
   }
 
   advance(tag: string, step?: number): Promise<FencedAdvance | undefined> {
-    return this.operate(() => this.dialect.advance(tag, step));
+    return this.operate(SERVING, () => this.dialect.advance(tag, step));
   }
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
-    return this.operate(() => this.dialect.fence(request));
+    return this.operate(FENCING, () => this.dialect.fence(request));
+  }
+
+  /**
+   * The check a node makes before it serves segments: the tables are there (created if missing
+   * and the account may), and the account holds every privilege serving needs. Otherwise one line
+   * of INVALID_CONFIG naming what is missing, and the start is refused; a database that does not
+   * answer is STORE_UNAVAILABLE, and the node starts and serves once it does.
+   */
+  checkServing(): Promise<void> {
+    return this.guard(async () => {
+      await this.tables.run();
+      const refusals = await this.dialect.refusals(SERVING.needs);
+      if (refusals.length > 0)
+        throw accessRefused(this.description, await this.dialect.account(), SERVING, refusals);
+    });
   }
 
   async listTags(): Promise<string[]> {
@@ -122,7 +182,9 @@ export class SqlStore implements OpenedStore {
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
     try {
-      await this.operate(() => this.dialect.insertTag(tag, opaque));
+      await this.operate(opaque === undefined ? ADDING : ADDING_OPAQUE, () =>
+        this.dialect.insertTag(tag, opaque),
+      );
     } catch (error) {
       if (this.dialect.isDuplicateKey((error as Error).cause)) throw tagExists(tag.tag);
       throw error;
@@ -134,24 +196,43 @@ export class SqlStore implements OpenedStore {
     const { count } = await this.statement(
       `UPDATE leaf_alloc SET step = ${this.dialect.int}${this.dialect.touch} WHERE ${where.sql}`,
       [String(step), ...where.values],
+      SETTING_STEP,
     );
     if (count === 0) throw tagNotFound(tag);
   }
 
   async removeTag(tag: string): Promise<bigint> {
-    const kept = await this.operate(() => this.dialect.deleteTag(tag));
+    const kept = await this.operate(REMOVING, () => this.dialect.deleteTag(tag));
     if (kept === undefined) throw tagNotFound(tag);
     return kept;
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {
+    // A database frond never served from holds no opaque tag: read-only, its tables stay missing.
+    if (this.options.readOnly && (await this.isAbsent('frond_tag_options'))) return new Map();
     const { rows } = await this.statement('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options');
     return opaqueMap(rows as OptionRow[]);
   }
 
-  /** Creates leaf_alloc if it is missing (what `frond db init` does); never alters one. */
+  /**
+   * Creates the tables that are missing (what `frond db init` does); never alters one. A table the
+   * account cannot read is named, with what it lacks: on MySQL it may be missing as well.
+   */
   init(): Promise<TableCheck> {
-    return this.guard(() => this.checkTables());
+    return this.guard(async () => {
+      const found = await this.checkTables();
+      if (this.refused.size === 0) return found;
+      const use: Use = {
+        what: "'frond db init'",
+        needs: Object.fromEntries([...this.refused].map((table) => [table, ['SELECT']])),
+      };
+      throw accessRefused(
+        this.description,
+        await this.dialect.account(),
+        use,
+        await this.dialect.refusals(use.needs),
+      );
+    });
   }
 
   close(): Promise<void> {
@@ -163,9 +244,14 @@ export class SqlStore implements OpenedStore {
     return { sql, values: Array<string>(params).fill(tag) };
   }
 
-  /** One statement, after the table check. */
-  private statement(text: string, values?: readonly SqlValue[]): Promise<SqlResult> {
-    return this.operate(() => this.dialect.query(text, values));
+  /** One statement of `use` (reading the tags unless said), after the table check. */
+  private statement(text: string, values?: readonly SqlValue[], use: Use = LISTING): Promise<SqlResult> {
+    return this.operate(use, () => this.dialect.query(text, values));
+  }
+
+  private async isAbsent(table: StoreTable): Promise<boolean> {
+    await this.guard(() => this.tables.run());
+    return this.absent.has(table);
   }
 
   /**
@@ -173,9 +259,10 @@ export class SqlStore implements OpenedStore {
    * finds a table missing (frond_fence, frond_high_water, frond_tag_options or leaf_alloc dropped
    * while nodes run) changed nothing: its transaction rolled back. The check is forgotten, so the
    * tables are created again (leaf_alloc only if it is missing, never altered), and the operation
-   * is run once more; a check that stayed done would fail every load until the node restarted.
+   * is run once more; a check that stayed done would fail every load until the node restarted. A
+   * statement refused for want of a privilege changed nothing either: what `use` lacks is named.
    */
-  private operate<T>(operation: () => Promise<T>): Promise<T> {
+  private operate<T>(use: Use, operation: () => Promise<T>): Promise<T> {
     return this.guard(async () => {
       for (let attempt = 1; ; attempt++) {
         const checked = this.tables.run();
@@ -183,12 +270,27 @@ export class SqlStore implements OpenedStore {
         try {
           return await operation();
         } catch (error) {
+          if (this.dialect.isDenied(error)) throw await this.refusal(use, error);
           if (!this.dialect.isMissingTable(error)) throw error;
           this.tables.forget(checked);
           if (attempt >= 2) throw error;
         }
       }
     });
+  }
+
+  /**
+   * What the account lacks of `use`, in one line; the database's own words when the check finds
+   * nothing amiss (a privilege on a column, a role not set).
+   */
+  private async refusal(use: Use, error: unknown): Promise<FrondError> {
+    const [account, refusals] = await Promise.all([this.dialect.account(), this.dialect.refusals(use.needs)]);
+    if (refusals.length > 0) return accessRefused(this.description, account, use, refusals);
+    return new FrondError(
+      'INVALID_CONFIG',
+      `${this.description}: ${describeError(error)} (the account ${account}, ${use.what})`,
+      { cause: error },
+    );
   }
 
   /** Driver errors become STORE_UNAVAILABLE, named after the store; the driver's error is the cause. */
@@ -203,36 +305,71 @@ export class SqlStore implements OpenedStore {
     }
   }
 
-  /** leaf_alloc (created if missing, never altered), then frond's own tables. */
+  /**
+   * leaf_alloc (created if missing, never altered), then frond's own tables: each is looked for
+   * first, and only one that is missing is created. A CREATE at every start failed for an account
+   * with every privilege on tables an administrator had made (PostgreSQL checks the schema's CREATE
+   * privilege before it sees that the table exists), and for Leaf's account, which may not create.
+   */
   private async checkTables(): Promise<TableCheck> {
-    const found = await this.checkLeafTable();
-    for (const ddl of this.dialect.frondDdl) await this.create(ddl);
+    const refused = new Set<StoreTable>();
+    const found = await this.checkLeafTable(refused);
+    const missing: StoreTable[] = [];
+    for (const table of FROND_TABLES) {
+      const state = await this.probe(table);
+      if (state === 'missing') missing.push(table);
+      if (state === 'denied') refused.add(table);
+    }
+    this.refused = refused;
+    this.absent = new Set(missing);
+    if (this.options.readOnly) return found;
+    for (const table of missing) await this.create(this.dialect.frondDdl[table as FrondTable], missing);
+    this.absent.clear();
     return found;
   }
 
-  private async checkLeafTable(): Promise<TableCheck> {
-    const probe = `SELECT ${COLUMNS} FROM leaf_alloc WHERE ${this.dialect.noRow}`;
+  private async checkLeafTable(refused: Set<StoreTable>): Promise<TableCheck> {
+    const state = await this.probe('leaf_alloc', COLUMNS);
+    // Refused: the operations that need it say what the account lacks (on MySQL it may be missing).
+    if (state === 'denied') refused.add('leaf_alloc');
+    if (state !== 'missing') return 'exists';
+    if (this.options.readOnly)
+      throw new FrondError(
+        'INVALID_CONFIG',
+        `${this.description} has no leaf_alloc: give the --store of the nodes' database`,
+      );
+    await this.create(this.dialect.leafDdl, ['leaf_alloc']);
+    await this.probe('leaf_alloc', COLUMNS);
+    return 'created';
+  }
+
+  /** Whether `table` is there, by a SELECT of no row (of `columns`: leaf_alloc's are checked). */
+  private async probe(table: StoreTable, columns = '1'): Promise<TableState> {
     try {
-      await this.dialect.query(probe);
-      return 'exists';
+      await this.dialect.query(`SELECT ${columns} FROM ${table} WHERE ${this.dialect.noRow}`);
+      return 'present';
     } catch (error) {
       if (this.dialect.isMissingColumn(error))
         throw new FrondError(
           'INVALID_CONFIG',
-          `${this.description}: leaf_alloc lacks a column frond needs (${describeError(error)}); frond never alters a table, compare it with 'frond db init --print'`,
+          `${this.description}: ${table} lacks a column frond needs (${describeError(error)}); frond never alters a table, compare it with 'frond db init --print'`,
         );
-      if (!this.dialect.isMissingTable(error)) throw error;
+      if (this.dialect.isMissingTable(error)) return 'missing';
+      if (this.dialect.isDenied(error)) return 'denied';
+      throw error;
     }
-    await this.create(this.dialect.leafDdl);
-    await this.dialect.query(probe);
-    return 'created';
   }
 
-  /** IF NOT EXISTS: several nodes starting at once on an empty database all get the one table. */
-  private async create(ddl: string): Promise<void> {
+  /**
+   * IF NOT EXISTS: several nodes starting at once on an empty database all get the one table. An
+   * account that may not create it stops here, naming every table `missing`.
+   */
+  private async create(ddl: string, missing: readonly StoreTable[]): Promise<void> {
     try {
       await this.dialect.query(ddl);
     } catch (error) {
+      if (this.dialect.isDenied(error))
+        throw tablesNotCreated(this.description, await this.dialect.account(), missing, describeError(error));
       // Two nodes creating a table at once: on PostgreSQL one loses with a duplicate in pg_type.
       if (!this.dialect.isDuplicateKey(error)) throw error;
     }
