@@ -170,7 +170,13 @@ for (const dialect of DIALECTS) {
       const split = printed.stdout.indexOf('\n-- and for ');
       assert.ok(split > 0, printed.stdout);
       await runScript(db, printed.stdout.slice(0, split));
-      assert.deepEqual(await frondTables(db), ['frond_fence', 'frond_high_water', 'frond_tag_options']);
+      // The DDL makes the worker-ID lease table too (for --worker-lease-store store).
+      assert.deepEqual(await frondTables(db), [
+        'frond_fence',
+        'frond_high_water',
+        'frond_tag_options',
+        'frond_worker_lease',
+      ]);
       const [one, two] = [randomTag('one'), randomTag('two')];
       await insertTag(db, one, 50);
       await insertTag(db, two, 1000);
