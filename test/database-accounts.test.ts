@@ -194,7 +194,10 @@ for (const dialect of DIALECTS) {
         // The fence, as the account: every tag raised by the skip.
         const fenced = await runFrond(['db', 'fence', '--yes', '--store', account.url]);
         assert.equal(fenced.code, 0, fenced.stderr);
-        assert.match(fenced.stdout, /^fenced \S+: 2 tags raised by 1000000000, epoch \d+/);
+        assert.match(
+          fenced.stdout,
+          /^fenced \S+: 2 tags raised by 1000000000 \(and the records of removed tags and of new names\), epoch \d+/,
+        );
         assertUnique([...ones, ...(await leafIds(node, one, 200))], `${one} across the fence`);
         assertUnique([...twos, ...(await batchIds(node, two, 2))], `${two} across the fence`);
 

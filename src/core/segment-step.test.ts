@@ -60,3 +60,15 @@ describe('stepsAfterLoad (Leaf SegmentIDGenImpl.updateSegmentFromDb, lines 162-1
     assert.deepEqual(steps, [20, 10, 5, 5, 5]);
   });
 });
+
+describe('a step of 0 set in the row by hand', () => {
+  it('never halves the dynamic step to 0: the floor is at least 1', () => {
+    const { minStep } = stepsAfterLoad({ step: 8, tableStep: 0 });
+    assert.equal(minStep, 1);
+    let step = 8;
+    for (let i = 0; i < 10; i++)
+      step = nextStep(step, LEAF_STEP_RULES.shrinkFromMs, minStep, LEAF_STEP_RULES);
+    assert.equal(step, 1);
+    assert.equal(nextStep(1, 0, minStep, LEAF_STEP_RULES), 2, 'and it doubles again once traffic comes');
+  });
+});

@@ -30,7 +30,7 @@ export function nextStep(
   }
   if (sinceLastLoadMs < rules.shrinkFromMs) return current;
   const half = Math.floor(current / 2);
-  return half >= minStep ? half : current;
+  return half >= Math.max(1, minStep) ? half : current;
 }
 
 /**
@@ -48,5 +48,8 @@ export function stepsAfterLoad(granted: { step: number; tableStep: number }): {
   step: number;
   minStep: number;
 } {
-  return { step: granted.step, minStep: granted.tableStep };
+  // A floor of at least 1: a row's step set to 0 (or below) by hand made the floor 0, the step then
+  // halved 1 → 0 on a slow tag, and a step of 0 never doubles back: the tag stayed unservable
+  // until a restart, even after the row was set right.
+  return { step: granted.step, minStep: Math.max(1, granted.tableStep) };
 }
