@@ -1,7 +1,8 @@
 // Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
-// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, a store
-// that snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each
-// runs the real executable (cli-first-day.test.ts has the rest).
+// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, the files
+// a setting names (TLS, config files, `*_FILE` variables), a store that snowflake mode alone does
+// not use, and a `--workers` node whose worker fails at start. Each runs the real executable
+// (cli-first-day.test.ts has the rest).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
@@ -85,6 +86,113 @@ describe('a file of the data dir that cannot be read names the file and --data-d
         2,
         new RegExp(
           `^frond: --data-dir ${escaped(dataDir)}: cannot ${verb} ${escaped(path)} \\(permission denied, EACCES\\); give this user read and write access to it`,
+        ),
+      );
+    }
+  });
+});
+
+/**
+ * Each file a setting of `frond serve` names for it to read, as a flag or a variable: the setting as
+ * the line names it, and what the line asks for instead. `at(path)` gives the file at that path.
+ */
+const GIVEN_FILES: {
+  setting: string;
+  what: string;
+  at(path: string, pem: { cert: string; key: string }): { args: string[]; env?: NodeJS.ProcessEnv };
+}[] = [
+  {
+    setting: '--tls-key',
+    what: 'the PEM private key of --tls-cert',
+    at: (path, pem) => ({ args: ['--tls-key', path, '--tls-cert', pem.cert] }),
+  },
+  {
+    setting: '--tls-cert',
+    what: 'the PEM certificate',
+    at: (path, pem) => ({ args: ['--tls-cert', path, '--tls-key', pem.key] }),
+  },
+  { setting: '--config', what: 'a JSON file of settings', at: (path) => ({ args: ['--config', path] }) },
+  {
+    setting: '--leaf-config',
+    what: "Leaf's leaf.properties",
+    at: (path) => ({ args: ['--leaf-config', path] }),
+  },
+  ...['FROND_STORE', 'FROND_TOKEN', 'FROND_ADMIN_TOKEN'].map((variable) => ({
+    setting: `${variable}_FILE=`,
+    what: `a file holding the value of ${variable}`,
+    at: (path: string) => ({ args: [], env: { [`${variable}_FILE`]: path } }),
+  })),
+  {
+    setting: 'FROND_OPAQUE_SECRET_FILE',
+    what: 'a file holding the opaque-ID secret',
+    at: (path) => ({ args: [], env: { FROND_OPAQUE_SECRET_FILE: path } }),
+  },
+];
+
+/** An EC key and a self-signed certificate for it, made with openssl, both readable by anyone. */
+function selfSigned(dir: string): { cert: string; key: string } {
+  const key = join(dir, 'key.pem');
+  const cert = join(dir, 'cert.pem');
+  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key];
+  execFileSync('openssl', ['req', '-x509', ...newKey, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], {
+    stdio: 'ignore',
+  });
+  chmodSync(dir, 0o755);
+  chmodSync(key, 0o644);
+  return { cert, key };
+}
+
+/** The setting's value as the line shows it: `--tls-key /x`, `FROND_STORE_FILE="/x"`. */
+function shownSetting(setting: string, path: string): string {
+  if (setting.endsWith('=')) return `${setting}${JSON.stringify(path)}`;
+  return `${setting} ${path}`;
+}
+
+describe('a file a setting names that cannot be read names the setting, in words (issue 25)', () => {
+  it('none at the path, or a directory: each flag and variable, before anything is written', async () => {
+    const pem = selfSigned(tempDir());
+    const missing = join(tempDir(), 'nonexistent');
+    const folder = tempDir();
+    for (const { setting, what, at } of GIVEN_FILES) {
+      for (const [path, reason] of [
+        [missing, 'no such file'],
+        [folder, 'it is a directory \\(EISDIR\\)'],
+      ] as const) {
+        // The secret is read by segment mode only; --workers 2 has the primary read the files first.
+        for (const workers of setting.startsWith('--tls') ? [[], ['--workers', '2']] : [[]]) {
+          const dataDir = join(tempDir(), 'data');
+          const { args, env = {} } = at(path, pem);
+          await failedStart(
+            ['--data-dir', dataDir, ...args, ...workers],
+            2,
+            new RegExp(
+              `^frond: ${escaped(shownSetting(setting, path))}: ${reason}; give the path of ${escaped(what)}`,
+            ),
+            env,
+          );
+          assert.equal(existsSync(dataDir), false, `no data dir was made (${setting} ${reason})`);
+        }
+      }
+    }
+  });
+
+  it('as a user that may not read it (mode 000)', async (t) => {
+    const pem = selfSigned(tempDir());
+    for (const { setting, at } of GIVEN_FILES.filter((entry) => entry.setting.startsWith('--'))) {
+      // Reachable for that user: only the file itself is not theirs.
+      const parent = tempDir();
+      chmodSync(parent, 0o755);
+      const path = join(parent, 'file');
+      writeFileSync(path, '', { mode: 0o000 });
+      chmodSync(path, 0o000);
+      const { args } = at(path, pem);
+      const run = asUnprivileged(['serve', '--port', '0', '--data-dir', join(parent, 'data'), ...args]);
+      if (run === undefined) return t.skip('root without runuser: cannot run frond as another user');
+      assertOneLineError(
+        await run,
+        2,
+        new RegExp(
+          `^frond: ${escaped(`${setting} ${path}`)}: permission denied \\(EACCES\\); give this user read access to it`,
         ),
       );
     }

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry } from '../core/option-entry.js';
+import { readGivenFile } from '../platform/data-file.js';
 import { storeFromJdbc } from './jdbc-url.js';
 import { didYouMean, type RawValues, turned } from './options.js';
 
@@ -8,14 +8,8 @@ function invalid(message: string): FrondError {
   return new FrondError('INVALID_CONFIG', message);
 }
 
-function readText(path: string, flag: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw invalid(
-      `${flag} ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-    );
-  }
+function readText(path: string, flag: string, what: string): string {
+  return readGivenFile(`${flag} ${path}`, path, what).toString('utf8');
 }
 
 /**
@@ -26,7 +20,7 @@ function readText(path: string, flag: string): string {
 export function readConfigFile(path: string, options: readonly OptionEntry[]): RawValues {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readText(path, '--config'));
+    parsed = JSON.parse(readText(path, '--config', 'a JSON file of settings (frond.json)'));
   } catch (error) {
     if (error instanceof FrondError) throw error;
     throw invalid(`--config ${path} is not valid JSON: ${(error as Error).message}`);
@@ -140,7 +134,7 @@ export interface LeafProperties extends RawValues {
  * are left alone.
  */
 export function readLeafProperties(path: string, options: readonly OptionEntry[]): LeafProperties {
-  const props = parseProperties(readText(path, '--leaf-config'));
+  const props = parseProperties(readText(path, '--leaf-config', "Leaf's leaf.properties"));
   const known = new Set([...options.map((entry) => entry.leafKey), ...LEAF_COMPANION_KEYS]);
   const warnings: string[] = [];
   for (const key of props.keys()) {

@@ -6,6 +6,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { readGivenFile } from '../../platform/data-file.js';
 
 /**
  * Descriptors a node needs besides its connections: stdio, the event loop, the store's pool, the
@@ -90,16 +91,9 @@ export function clientErrorAnswer(code: string | undefined): string {
 
 /** Reads `--tls-cert` and `--tls-key` at start, refusing a weak key before anything else starts. */
 export function readTls(paths: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
-  const read = (flag: string, path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      throw new FrondError('INVALID_CONFIG', `${flag} ${path}: ${(error as Error).message}`);
-    }
-  };
-  const key = read('--tls-key', paths.key);
+  const key = readGivenFile(`--tls-key ${paths.key}`, paths.key, 'the PEM private key of --tls-cert');
   assertStrongKey(key, paths.key);
-  return { cert: read('--tls-cert', paths.cert), key };
+  return { cert: readGivenFile(`--tls-cert ${paths.cert}`, paths.cert, 'the PEM certificate'), key };
 }
 
 /** Refuses an RSA key under 2048 bits and a DSA key, with a line that says what to use. */
