@@ -1,8 +1,8 @@
 // Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
 // and a non-zero exit within seconds, naming what to fix, for the files of the data dir, the files
-// a setting names (TLS, config files, `*_FILE` variables), a store that snowflake mode alone does
-// not use, and a `--workers` node whose worker fails at start. Each runs the real executable
-// (cli-first-day.test.ts has the rest).
+// a setting names (TLS, config files, `*_FILE` variables, a store URL's TLS files), a store that
+// snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each runs
+// the real executable (cli-first-day.test.ts has the rest).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
@@ -195,6 +195,64 @@ describe('a file a setting names that cannot be read names the setting, in words
           `^frond: ${escaped(`${setting} ${path}`)}: permission denied \\(EACCES\\); give this user read access to it`,
         ),
       );
+    }
+  });
+});
+
+describe('a TLS file a --store URL names is read before anything is written (issue 25)', () => {
+  it('names --store and the parameter, for PostgreSQL and MySQL, from --store or FROND_STORE', async () => {
+    const missing = join(tempDir(), 'nonexistent.pem');
+    const folder = tempDir();
+    const cases: {
+      store: string;
+      described: string;
+      parameter: string;
+      path: string;
+      reason: string;
+      what: string;
+    }[] = [
+      {
+        store: `postgres://u:secret@db.example:5432/ids?sslmode=verify-full&sslrootcert=${missing}`,
+        described: 'postgres://u@db.example:5432/ids',
+        parameter: 'sslrootcert',
+        path: missing,
+        reason: 'no such file',
+        what: 'the PEM file of the CAs',
+      },
+      {
+        store: `postgres://u@db.example/ids?sslmode=require&sslcert=${folder}&sslkey=${missing}`,
+        described: 'postgres://u@db.example:5432/ids',
+        parameter: 'sslcert',
+        path: folder,
+        reason: 'it is a directory \\(EISDIR\\)',
+        what: 'the PEM client certificate',
+      },
+      {
+        store: `mysql://u:secret@db.example:3306/ids?ssl-mode=VERIFY_CA&ssl-ca=${missing}`,
+        described: 'mysql://u@db.example:3306/ids',
+        parameter: 'ssl-ca',
+        path: missing,
+        reason: 'no such file',
+        what: 'the PEM file of the CAs',
+      },
+    ];
+    for (const { store, described, parameter, path, reason, what } of cases) {
+      for (const [args, env] of [
+        [['--store', store], {}],
+        [[], { FROND_STORE: store }],
+      ] as const) {
+        const dataDir = join(tempDir(), 'data');
+        const result = await failedStart(
+          ['--data-dir', dataDir, ...args],
+          2,
+          new RegExp(
+            `^frond: --store ${escaped(described)}: ${parameter}=${escaped(path)}: ${reason}; give the path of ${escaped(what)}`,
+          ),
+          env,
+        );
+        assert.doesNotMatch(result.stderr, /secret/);
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${store})`);
+      }
     }
   });
 });

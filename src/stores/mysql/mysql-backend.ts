@@ -1,5 +1,5 @@
-import { MYSQL_TLS } from '../../sql/mysql-tls.js';
-import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { MYSQL_TLS, mysqlSsl } from '../../sql/mysql-tls.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
 import type { StoreBackend } from '../store-backend.js';
 import { MYSQL_DDL, MYSQL_FROND_DDL, MysqlSegmentStore } from './mysql-segment-store.js';
@@ -12,5 +12,8 @@ export const mysqlBackend: StoreBackend<NetworkSqlConfig> = {
   ddl: [MYSQL_DDL, ...MYSQL_FROND_DDL].join(';\n\n'),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'mysql', defaultPort: 3306, tls: MYSQL_TLS }),
+  readFiles: (config) => {
+    if (config.tls) mysqlSsl(config.tls, describeNetworkSql('mysql', config));
+  },
   open: (config, { logger }) => new MysqlSegmentStore(config, { logger }),
 };

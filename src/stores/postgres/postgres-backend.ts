@@ -1,6 +1,6 @@
-import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
-import { POSTGRES_TLS } from '../../sql/postgres-tls.js';
+import { POSTGRES_TLS, postgresSsl } from '../../sql/postgres-tls.js';
 import type { StoreBackend } from '../store-backend.js';
 import { POSTGRES_DDL, POSTGRES_FROND_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
 
@@ -12,5 +12,8 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   ddl: [POSTGRES_DDL, ...POSTGRES_FROND_DDL].join(';\n\n'),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
+  readFiles: (config) => {
+    if (config.tls) postgresSsl(config.tls, describeNetworkSql('postgres', config));
+  },
   open: (config, { logger }) => new PostgresSegmentStore(config, { logger }),
 };
