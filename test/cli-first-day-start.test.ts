@@ -131,6 +131,7 @@ const GIVEN_FILES: {
 
 /** An EC key and a self-signed certificate for it, made with openssl, both readable by anyone. */
 function selfSigned(dir: string): { cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
   const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key];
@@ -195,6 +196,60 @@ describe('a file a setting names that cannot be read names the setting, in words
           `^frond: ${escaped(`${setting} ${path}`)}: permission denied \\(EACCES\\); give this user read access to it`,
         ),
       );
+    }
+  });
+});
+
+describe('a --tls-cert or --tls-key that HTTPS cannot use is one line naming the flag (issue 25)', () => {
+  it('no PEM key or certificate in it, an encrypted key, or a key and a certificate not of each other', async () => {
+    const dir = tempDir();
+    const pem = selfSigned(join(dir, 'ours'));
+    const other = selfSigned(join(dir, 'other'));
+    const junk = join(dir, 'junk.txt');
+    writeFileSync(junk, 'not a PEM file\n');
+    const encrypted = join(dir, 'encrypted-key.pem');
+    execFileSync('openssl', ['pkey', '-in', pem.key, '-aes256', '-passout', 'pass:x', '-out', encrypted]);
+    const cases: [{ cert: string; key: string }, RegExp][] = [
+      [
+        { cert: pem.cert, key: junk },
+        new RegExp(
+          `^frond: --tls-key ${escaped(junk)} holds no private key frond can read: give the path of the PEM private key`,
+        ),
+      ],
+      // A certificate where the key should be.
+      [
+        { cert: pem.cert, key: pem.cert },
+        new RegExp(`^frond: --tls-key ${escaped(pem.cert)} holds no private key frond can read`),
+      ],
+      [
+        { cert: junk, key: pem.key },
+        new RegExp(
+          `^frond: --tls-cert ${escaped(junk)} holds no certificate frond can read: give the path of the PEM certificate`,
+        ),
+      ],
+      [
+        { cert: other.cert, key: pem.key },
+        new RegExp(
+          `^frond: --tls-key ${escaped(pem.key)} is not the key of --tls-cert ${escaped(other.cert)}: give the key the certificate was made for$`,
+        ),
+      ],
+      [
+        { cert: pem.cert, key: encrypted },
+        new RegExp(
+          `^frond: --tls-key ${escaped(encrypted)} is encrypted, and frond takes no passphrase: give it decrypted`,
+        ),
+      ],
+    ];
+    for (const [{ cert, key }, pattern] of cases) {
+      for (const workers of [[], ['--workers', '2']]) {
+        const dataDir = join(tempDir(), 'data');
+        await failedStart(
+          ['--data-dir', dataDir, '--tls-cert', cert, '--tls-key', key, ...workers],
+          2,
+          pattern,
+        );
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${cert} ${key})`);
+      }
     }
   });
 });
