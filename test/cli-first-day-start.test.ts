@@ -1,7 +1,8 @@
 // Issue 25, "A first day without traps", continued: a start that cannot work is one line on stderr
-// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, a store
-// that snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each
-// runs the real executable (cli-first-day.test.ts has the rest).
+// and a non-zero exit within seconds, naming what to fix, for the files of the data dir, the files
+// a setting names (TLS, config files, `*_FILE` variables, a store URL's TLS files), a store that
+// snowflake mode alone does not use, and a `--workers` node whose worker fails at start. Each runs
+// the real executable (cli-first-day.test.ts has the rest).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
@@ -87,6 +88,226 @@ describe('a file of the data dir that cannot be read names the file and --data-d
           `^frond: --data-dir ${escaped(dataDir)}: cannot ${verb} ${escaped(path)} \\(permission denied, EACCES\\); give this user read and write access to it`,
         ),
       );
+    }
+  });
+});
+
+/**
+ * Each file a setting of `frond serve` names for it to read, as a flag or a variable: the setting as
+ * the line names it, and what the line asks for instead. `at(path)` gives the file at that path.
+ */
+const GIVEN_FILES: {
+  setting: string;
+  what: string;
+  at(path: string, pem: { cert: string; key: string }): { args: string[]; env?: NodeJS.ProcessEnv };
+}[] = [
+  {
+    setting: '--tls-key',
+    what: 'the PEM private key of --tls-cert',
+    at: (path, pem) => ({ args: ['--tls-key', path, '--tls-cert', pem.cert] }),
+  },
+  {
+    setting: '--tls-cert',
+    what: 'the PEM certificate',
+    at: (path, pem) => ({ args: ['--tls-cert', path, '--tls-key', pem.key] }),
+  },
+  { setting: '--config', what: 'a JSON file of settings', at: (path) => ({ args: ['--config', path] }) },
+  {
+    setting: '--leaf-config',
+    what: "Leaf's leaf.properties",
+    at: (path) => ({ args: ['--leaf-config', path] }),
+  },
+  ...['FROND_STORE', 'FROND_TOKEN', 'FROND_ADMIN_TOKEN'].map((variable) => ({
+    setting: `${variable}_FILE=`,
+    what: `a file holding the value of ${variable}`,
+    at: (path: string) => ({ args: [], env: { [`${variable}_FILE`]: path } }),
+  })),
+  {
+    setting: 'FROND_OPAQUE_SECRET_FILE',
+    what: 'a file holding the opaque-ID secret',
+    at: (path) => ({ args: [], env: { FROND_OPAQUE_SECRET_FILE: path } }),
+  },
+];
+
+/** An EC key and a self-signed certificate for it, made with openssl, both readable by anyone. */
+function selfSigned(dir: string): { cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
+  const key = join(dir, 'key.pem');
+  const cert = join(dir, 'cert.pem');
+  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key];
+  execFileSync('openssl', ['req', '-x509', ...newKey, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], {
+    stdio: 'ignore',
+  });
+  chmodSync(dir, 0o755);
+  chmodSync(key, 0o644);
+  return { cert, key };
+}
+
+/** The setting's value as the line shows it: `--tls-key /x`, `FROND_STORE_FILE="/x"`. */
+function shownSetting(setting: string, path: string): string {
+  if (setting.endsWith('=')) return `${setting}${JSON.stringify(path)}`;
+  return `${setting} ${path}`;
+}
+
+describe('a file a setting names that cannot be read names the setting, in words (issue 25)', () => {
+  it('none at the path, or a directory: each flag and variable, before anything is written', async () => {
+    const pem = selfSigned(tempDir());
+    const missing = join(tempDir(), 'nonexistent');
+    const folder = tempDir();
+    for (const { setting, what, at } of GIVEN_FILES) {
+      for (const [path, reason] of [
+        [missing, 'no such file'],
+        [folder, 'it is a directory \\(EISDIR\\)'],
+      ] as const) {
+        // The secret is read by segment mode only; --workers 2 has the primary read the files first.
+        for (const workers of setting.startsWith('--tls') ? [[], ['--workers', '2']] : [[]]) {
+          const dataDir = join(tempDir(), 'data');
+          const { args, env = {} } = at(path, pem);
+          await failedStart(
+            ['--data-dir', dataDir, ...args, ...workers],
+            2,
+            new RegExp(
+              `^frond: ${escaped(shownSetting(setting, path))}: ${reason}; give the path of ${escaped(what)}`,
+            ),
+            env,
+          );
+          assert.equal(existsSync(dataDir), false, `no data dir was made (${setting} ${reason})`);
+        }
+      }
+    }
+  });
+
+  it('as a user that may not read it (mode 000)', async (t) => {
+    const pem = selfSigned(tempDir());
+    for (const { setting, at } of GIVEN_FILES.filter((entry) => entry.setting.startsWith('--'))) {
+      // Reachable for that user: only the file itself is not theirs.
+      const parent = tempDir();
+      chmodSync(parent, 0o755);
+      const path = join(parent, 'file');
+      writeFileSync(path, '', { mode: 0o000 });
+      chmodSync(path, 0o000);
+      const { args } = at(path, pem);
+      const run = asUnprivileged(['serve', '--port', '0', '--data-dir', join(parent, 'data'), ...args]);
+      if (run === undefined) return t.skip('root without runuser: cannot run frond as another user');
+      assertOneLineError(
+        await run,
+        2,
+        new RegExp(
+          `^frond: ${escaped(`${setting} ${path}`)}: permission denied \\(EACCES\\); give this user read access to it`,
+        ),
+      );
+    }
+  });
+});
+
+describe('a --tls-cert or --tls-key that HTTPS cannot use is one line naming the flag (issue 25)', () => {
+  it('no PEM key or certificate in it, an encrypted key, or a key and a certificate not of each other', async () => {
+    const dir = tempDir();
+    const pem = selfSigned(join(dir, 'ours'));
+    const other = selfSigned(join(dir, 'other'));
+    const junk = join(dir, 'junk.txt');
+    writeFileSync(junk, 'not a PEM file\n');
+    const encrypted = join(dir, 'encrypted-key.pem');
+    execFileSync('openssl', ['pkey', '-in', pem.key, '-aes256', '-passout', 'pass:x', '-out', encrypted]);
+    const cases: [{ cert: string; key: string }, RegExp][] = [
+      [
+        { cert: pem.cert, key: junk },
+        new RegExp(
+          `^frond: --tls-key ${escaped(junk)} holds no private key frond can read: give the path of the PEM private key`,
+        ),
+      ],
+      // A certificate where the key should be.
+      [
+        { cert: pem.cert, key: pem.cert },
+        new RegExp(`^frond: --tls-key ${escaped(pem.cert)} holds no private key frond can read`),
+      ],
+      [
+        { cert: junk, key: pem.key },
+        new RegExp(
+          `^frond: --tls-cert ${escaped(junk)} holds no certificate frond can read: give the path of the PEM certificate`,
+        ),
+      ],
+      [
+        { cert: other.cert, key: pem.key },
+        new RegExp(
+          `^frond: --tls-key ${escaped(pem.key)} is not the key of --tls-cert ${escaped(other.cert)}: give the key the certificate was made for$`,
+        ),
+      ],
+      [
+        { cert: pem.cert, key: encrypted },
+        new RegExp(
+          `^frond: --tls-key ${escaped(encrypted)} is encrypted, and frond takes no passphrase: give it decrypted`,
+        ),
+      ],
+    ];
+    for (const [{ cert, key }, pattern] of cases) {
+      for (const workers of [[], ['--workers', '2']]) {
+        const dataDir = join(tempDir(), 'data');
+        await failedStart(
+          ['--data-dir', dataDir, '--tls-cert', cert, '--tls-key', key, ...workers],
+          2,
+          pattern,
+        );
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${cert} ${key})`);
+      }
+    }
+  });
+});
+
+describe('a TLS file a --store URL names is read before anything is written (issue 25)', () => {
+  it('names --store and the parameter, for PostgreSQL and MySQL, from --store or FROND_STORE', async () => {
+    const missing = join(tempDir(), 'nonexistent.pem');
+    const folder = tempDir();
+    const cases: {
+      store: string;
+      described: string;
+      parameter: string;
+      path: string;
+      reason: string;
+      what: string;
+    }[] = [
+      {
+        store: `postgres://u:secret@db.example:5432/ids?sslmode=verify-full&sslrootcert=${missing}`,
+        described: 'postgres://u@db.example:5432/ids',
+        parameter: 'sslrootcert',
+        path: missing,
+        reason: 'no such file',
+        what: 'the PEM file of the CAs',
+      },
+      {
+        store: `postgres://u@db.example/ids?sslmode=require&sslcert=${folder}&sslkey=${missing}`,
+        described: 'postgres://u@db.example:5432/ids',
+        parameter: 'sslcert',
+        path: folder,
+        reason: 'it is a directory \\(EISDIR\\)',
+        what: 'the PEM client certificate',
+      },
+      {
+        store: `mysql://u:secret@db.example:3306/ids?ssl-mode=VERIFY_CA&ssl-ca=${missing}`,
+        described: 'mysql://u@db.example:3306/ids',
+        parameter: 'ssl-ca',
+        path: missing,
+        reason: 'no such file',
+        what: 'the PEM file of the CAs',
+      },
+    ];
+    for (const { store, described, parameter, path, reason, what } of cases) {
+      for (const [args, env] of [
+        [['--store', store], {}],
+        [[], { FROND_STORE: store }],
+      ] as const) {
+        const dataDir = join(tempDir(), 'data');
+        const result = await failedStart(
+          ['--data-dir', dataDir, ...args],
+          2,
+          new RegExp(
+            `^frond: --store ${escaped(described)}: ${parameter}=${escaped(path)}: ${reason}; give the path of ${escaped(what)}`,
+          ),
+          env,
+        );
+        assert.doesNotMatch(result.stderr, /secret/);
+        assert.equal(existsSync(dataDir), false, `no data dir was made (${store})`);
+      }
     }
   });
 });

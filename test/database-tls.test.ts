@@ -82,7 +82,7 @@ describe('TLS to PostgreSQL (a cluster this test makes, ssl=on, plain TCP refuse
     await refused(url('sslmode=verify-full', 'localhost'), /self.signed|unable to (verify|get)|certificate/i);
     await refused(
       url('sslmode=require&sslrootcert=/nonexistent/ca.pem'),
-      /CA file \/nonexistent\/ca\.pem: no such file/,
+      /^--store postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres: sslrootcert=\/nonexistent\/ca\.pem: no such file; give the path of the PEM file of the CAs/,
     );
   });
 

@@ -168,6 +168,9 @@ describe('store passwords are never shown (issue 16 item 8)', () => {
     assert.match(both.stderr, /set FROND_STORE or FROND_STORE_FILE, not both/);
     const missing = await runFrond(['tag', 'list'], { env: { FROND_STORE_FILE: join(tempDir(), 'none') } });
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /FROND_STORE_FILE=".*none" cannot be read \(ENOENT\)/);
+    assert.match(
+      missing.stderr,
+      /^frond: FROND_STORE_FILE=".*none": no such file; give the path of a file holding the value of FROND_STORE$/m,
+    );
   });
 });

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry } from '../core/option-entry.js';
+import { readGivenFile } from '../platform/data-file.js';
 import { loadJavaProperties, MalformedPropertiesError } from './java-properties.js';
 import { storeFromJdbc } from './jdbc-url.js';
 import { didYouMean, type RawValues, turned } from './options.js';
@@ -9,18 +9,12 @@ function invalid(message: string): FrondError {
   return new FrondError('INVALID_CONFIG', message);
 }
 
-function readText(path: string, flag: string): string {
-  return readBytes(path, flag).toString('utf8');
+function readText(path: string, flag: string, what: string): string {
+  return readBytes(path, flag, what).toString('utf8');
 }
 
-function readBytes(path: string, flag: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (error) {
-    throw invalid(
-      `${flag} ${path}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-    );
-  }
+function readBytes(path: string, flag: string, what: string): Buffer {
+  return readGivenFile(`${flag} ${path}`, path, what);
 }
 
 /**
@@ -31,7 +25,7 @@ function readBytes(path: string, flag: string): Buffer {
 export function readConfigFile(path: string, options: readonly OptionEntry[]): RawValues {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readText(path, '--config'));
+    parsed = JSON.parse(readText(path, '--config', 'a JSON file of settings (frond.json)'));
   } catch (error) {
     if (error instanceof FrondError) throw error;
     throw invalid(`--config ${path} is not valid JSON: ${(error as Error).message}`);
@@ -126,7 +120,7 @@ export interface LeafProperties extends RawValues {
  * (Spring's) are left alone.
  */
 export function readLeafProperties(path: string, options: readonly OptionEntry[]): LeafProperties {
-  const bytes = readBytes(path, '--leaf-config');
+  const bytes = readBytes(path, '--leaf-config', "Leaf's leaf.properties");
   let props: Map<string, string>;
   const latin1 = new Set<string>();
   try {

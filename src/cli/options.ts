@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FrondError } from '../core/errors.js';
 import type { OptionEntry, SettingsOf } from '../core/option-entry.js';
+import { readGivenFile } from '../platform/data-file.js';
 import { COMMANDS, type CommandSpec } from './option-table.js';
 
 /**
@@ -374,13 +374,11 @@ function editDistance(a: string, b: string): number {
  * a line). The file's content is never shown, only its path and why it could not be read.
  */
 function readSecretFile(variable: string, path: string, list: boolean): string | string[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw usage(`${variable}=${JSON.stringify(path)} cannot be read (${code})`);
-  }
+  const text = readGivenFile(
+    `${variable}=${JSON.stringify(path)}`,
+    path,
+    `a file holding the value of ${variable.replace(/_FILE$/, '')}`,
+  ).toString('utf8');
   const value = text.replace(/\r?\n$/, '');
   // One token a line; a blank line is a blank token, which the start refuses (never "no token").
   return list ? value.split(/\r?\n/).map((line) => line.trim()) : value;

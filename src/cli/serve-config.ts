@@ -74,7 +74,8 @@ function listenConfig(settings: ServeSettings): ListenConfig {
  * The store with its default, and the declared opaque tags. The store's value is read here, with
  * segment mode off too (the store then unused, `frond serve` says so): a value no backend takes, or
  * a URL that does not parse, stops the start before the port is taken or the data dir made. Nothing
- * connects, and no file (not even a TLS file the URL names) is read until segment mode opens it.
+ * connects here, and no file is read: the TLS files the URL names are read by the start, in segment
+ * mode only, before it takes the port (src/server/start/start-files.ts).
  */
 function segmentConfig(settings: ServeSettings): SegmentConfig {
   const store = storeOf(settings);

@@ -20,6 +20,7 @@ export type MysqlSslMode = (typeof MYSQL_SSL_MODES)[number];
  */
 export const MYSQL_TLS: NetworkSqlTlsParameters = {
   names: ['ssl-mode', 'ssl-ca', 'ssl-cert', 'ssl-key', 'tls-version'],
+  files: { ca: 'ssl-ca', cert: 'ssl-cert', key: 'ssl-key' },
   read(values, { shown, host }) {
     const text = values.get('ssl-mode');
     const caFile = values.get('ssl-ca');
@@ -60,7 +61,7 @@ export const MYSQL_TLS: NetworkSqlTlsParameters = {
 /** mysql2's `ssl` option for `tls`: mysql2 checks the host name only with `verifyIdentity`. */
 export function mysqlSsl(tls: NetworkSqlTls, store: string): SslOptions {
   return {
-    ...tlsFiles(tls, store),
+    ...tlsFiles(tls, store, MYSQL_TLS.files),
     rejectUnauthorized: tls.verify !== 'none',
     verifyIdentity: tls.verify === 'full',
     ...(tls.minVersion && { minVersion: tls.minVersion }),

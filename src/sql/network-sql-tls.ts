@@ -1,9 +1,9 @@
 // TLS to a database server (issue 17). Each dialect reads its own URL parameters (libpq's for
 // PostgreSQL, MySQL's client options for MySQL/MariaDB) into one NetworkSqlTls; each store hands it
 // to its driver (pg, mysql2) with the PEM files read.
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { FrondError } from '../core/errors.js';
+import { readGivenFile } from '../platform/data-file.js';
 
 export const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 export type TlsVersion = (typeof TLS_VERSIONS)[number];
@@ -27,6 +27,8 @@ export interface NetworkSqlTls {
 /** The TLS parameters a dialect's store URL takes: their names, and how they read together. */
 export interface NetworkSqlTlsParameters {
   readonly names: readonly string[];
+  /** The parameters that name the CA file, the client certificate and its key, for messages. */
+  readonly files: { readonly ca: string; readonly cert: string; readonly key: string };
   /** `values` holds only the parameters of `names` that the URL gives; undefined: plain TCP. */
   read(values: ReadonlyMap<string, string>, context: TlsReadContext): NetworkSqlTls | undefined;
 }
@@ -37,23 +39,35 @@ export interface TlsReadContext {
   host: string;
 }
 
-/** The files of `tls` read, as Node's `tls` options take them; a missing file is INVALID_CONFIG. */
-export function tlsFiles(tls: NetworkSqlTls, store: string): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
-  const read = (what: string, path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new FrondError(
-        'INVALID_CONFIG',
-        `${store}: ${what} ${path}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-      );
-    }
-  };
+/**
+ * The files of `tls` read, as Node's `tls` options take them. One that cannot be read is one line
+ * of INVALID_CONFIG naming `--store` and the URL parameter (`files`, the dialect's names):
+ * `--store postgres://frond@db:5432/ids: sslrootcert=/etc/ca.pem: no such file; give the path of …`.
+ * `store` is the database without its password (`describeNetworkSql`).
+ */
+export function tlsFiles(
+  tls: NetworkSqlTls,
+  store: string,
+  files: NetworkSqlTlsParameters['files'],
+): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+  const read = (parameter: string, path: string, what: string) =>
+    readGivenFile(`--store ${store}: ${parameter}=${path}`, path, what);
   return {
-    ...(tls.caFile === undefined ? {} : { ca: read('CA file', tls.caFile) }),
-    ...(tls.certFile === undefined ? {} : { cert: read('client certificate', tls.certFile) }),
-    ...(tls.keyFile === undefined ? {} : { key: read('client key', tls.keyFile) }),
+    ...(tls.caFile === undefined
+      ? {}
+      : {
+          ca: read(
+            files.ca,
+            tls.caFile,
+            "the PEM file of the CAs that signed the database server's certificate",
+          ),
+        }),
+    ...(tls.certFile === undefined
+      ? {}
+      : { cert: read(files.cert, tls.certFile, 'the PEM client certificate') }),
+    ...(tls.keyFile === undefined
+      ? {}
+      : { key: read(files.key, tls.keyFile, `the PEM private key of ${files.cert}`) }),
   };
 }
 

@@ -14,6 +14,7 @@ import {
  */
 export const POSTGRES_TLS: NetworkSqlTlsParameters = {
   names: ['sslmode', 'sslrootcert', 'sslcert', 'sslkey'],
+  files: { ca: 'sslrootcert', cert: 'sslcert', key: 'sslkey' },
   read(values, { shown }) {
     const mode = values.get('sslmode');
     const rootCert = values.get('sslrootcert');
@@ -54,7 +55,7 @@ export const POSTGRES_TLS: NetworkSqlTlsParameters = {
 /** pg's `ssl` option for `tls`: pg checks the host name itself unless told not to. */
 export function postgresSsl(tls: NetworkSqlTls, store: string): ConnectionOptions {
   return {
-    ...tlsFiles(tls, store),
+    ...tlsFiles(tls, store, POSTGRES_TLS.files),
     rejectUnauthorized: tls.verify !== 'none',
     ...(tls.verify === 'ca' && { checkServerIdentity: () => undefined }),
     ...(tls.minVersion && { minVersion: tls.minVersion }),

@@ -65,6 +65,12 @@ export interface StoreBackend<C = unknown> {
   /** Reads a `--store` value; every mistake is one line of INVALID_CONFIG, without the password. */
   parse(spec: string): C;
   /**
+   * Reads the files the value names (a database URL's TLS files) without connecting: a start
+   * stops on one that cannot be read before it takes the port or writes anything, in one line
+   * naming `--store`. Absent: the value names no file to read (SQLite's own file is opened).
+   */
+  readFiles?(config: C): void;
+  /**
    * Opens the store without connecting: a database pool connects on first use, so a node starts
    * while its database is down and serves as soon as it is back.
    */

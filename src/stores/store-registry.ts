@@ -39,6 +39,15 @@ export function openStore(spec: string, options: OpenStoreOptions = {}): OpenedS
   return backend.open(backend.parse(spec), options);
 }
 
+/**
+ * Reads the files a `--store` value names (its TLS files), without connecting: one that cannot be
+ * read is INVALID_CONFIG naming `--store` and its parameter (`StoreBackend.readFiles`).
+ */
+export function readStoreFiles(spec: string): void {
+  const backend = backendOf(spec);
+  backend.readFiles?.(backend.parse(spec));
+}
+
 /** `a, b or c`. */
 function listed(items: readonly string[]): string {
   return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;

@@ -9,6 +9,7 @@ import { WORKER_FILE } from '../../worker-ids/file/file-worker-id-source.js';
 import { lockDataDir } from '../start/data-dir-lock.js';
 import { assertPortFree } from '../start/listen.js';
 import type { ServeConfig } from '../start/serve-config.js';
+import { readStartFiles } from '../start/start-files.js';
 import { aggregateFor } from './aggregate.js';
 import { type AggregateAsk, ASK, type Assignment, type Serving, type StartFailed } from './messages.js';
 import { workerLink } from './worker-link.js';
@@ -151,7 +152,9 @@ export async function runPrimary(config: ServeConfig, count: number, logger: Log
       `--workers ${count} with --zk needs --worker-lease: Leaf's ZooKeeper layout gives one worker ID per ip:port, and the workers share the port`,
     );
   }
-  // The port its workers will share, before anything is locked or forked (listen.ts).
+  // The files the settings name, then the port its workers will share, before anything is locked
+  // or forked (start-files.ts, listen.ts).
+  readStartFiles(config);
   await assertPortFree(config);
   const unlock = lockDataDir(config.dataDir);
   try {

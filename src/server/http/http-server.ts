@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { createPrivateKey } from 'node:crypto';
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
+import { createSecureContext } from 'node:tls';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { readGivenFile } from '../../platform/data-file.js';
 
 /**
  * Descriptors a node needs besides its connections: stdio, the event loop, the store's pool, the
@@ -88,29 +90,76 @@ export function clientErrorAnswer(code: string | undefined): string {
   return `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
 }
 
-/** Reads `--tls-cert` and `--tls-key` at start, refusing a weak key before anything else starts. */
+/**
+ * Reads `--tls-cert` and `--tls-key` at start and checks them as HTTPS will use them, before
+ * anything else starts: a file that holds no PEM key or certificate, an encrypted key, a key that is
+ * not the certificate's, or a weak key is one line naming the flag, never OpenSSL's text (`error:
+ * 0480006C:PEM routines::no start line`, which names no file).
+ */
 export function readTls(paths: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
-  const read = (flag: string, path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      throw new FrondError('INVALID_CONFIG', `${flag} ${path}: ${(error as Error).message}`);
-    }
-  };
-  const key = read('--tls-key', paths.key);
-  assertStrongKey(key, paths.key);
-  return { cert: read('--tls-cert', paths.cert), key };
+  const key = readGivenFile(`--tls-key ${paths.key}`, paths.key, 'the PEM private key of --tls-cert');
+  const privateKey = tlsPrivateKey(key, paths.key);
+  assertStrongKey(privateKey, paths.key);
+  const cert = readGivenFile(`--tls-cert ${paths.cert}`, paths.cert, 'the PEM certificate');
+  assertCertificateOf(cert, { pem: key, key: privateKey }, paths);
+  return { cert, key };
+}
+
+/** PKCS #8 (`BEGIN ENCRYPTED PRIVATE KEY`) or OpenSSL's traditional form (`Proc-Type: 4,ENCRYPTED`). */
+const ENCRYPTED_PEM = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: *4, *ENCRYPTED/;
+
+/** The key of `--tls-key`; a file without one frond can use is one line saying what to give. */
+function tlsPrivateKey(pem: Buffer, path: string): KeyObject {
+  try {
+    return createPrivateKey(pem);
+  } catch (error) {
+    throw new FrondError(
+      'INVALID_CONFIG',
+      ENCRYPTED_PEM.test(pem.toString('latin1')) ||
+        (error as { code?: unknown }).code === 'ERR_MISSING_PASSPHRASE'
+        ? `--tls-key ${path} is encrypted, and frond takes no passphrase: give it decrypted (openssl pkey -in ${path} -out key.pem), readable by this user only`
+        : `--tls-key ${path} holds no private key frond can read: give the path of the PEM private key of --tls-cert (-----BEGIN PRIVATE KEY-----)`,
+      { cause: error },
+    );
+  }
+}
+
+/** `--tls-cert` holds a certificate, of `key`, that Node.js's TLS takes with it. */
+function assertCertificateOf(
+  pem: Buffer,
+  { pem: keyPem, key }: { pem: Buffer; key: KeyObject },
+  paths: { cert: string; key: string },
+): void {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(pem);
+  } catch (error) {
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--tls-cert ${paths.cert} holds no certificate frond can read: give the path of the PEM certificate (-----BEGIN CERTIFICATE-----)`,
+      { cause: error },
+    );
+  }
+  if (!certificate.checkPrivateKey(key))
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--tls-key ${paths.key} is not the key of --tls-cert ${paths.cert}: give the key the certificate was made for`,
+    );
+  try {
+    createSecureContext({ cert: pem, key: keyPem });
+  } catch (error) {
+    // The first certificate is the key's: what follows it (the chain) is not a PEM certificate.
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--tls-cert ${paths.cert}: its chain after the first certificate cannot be read (${(error as { code?: string }).code ?? 'unknown error'}); give the certificate and its chain as PEM, each -----BEGIN CERTIFICATE-----`,
+      { cause: error },
+    );
+  }
 }
 
 /** Refuses an RSA key under 2048 bits and a DSA key, with a line that says what to use. */
-export function assertStrongKey(pem: Buffer, path: string): void {
-  let details: { type: string | undefined; bits: number | undefined };
-  try {
-    const key = createPrivateKey(pem);
-    details = { type: key.asymmetricKeyType, bits: key.asymmetricKeyDetails?.modulusLength };
-  } catch (error) {
-    throw new FrondError('INVALID_CONFIG', `--tls-key ${path}: ${(error as Error).message}`);
-  }
+export function assertStrongKey(key: KeyObject, path: string): void {
+  const details = { type: key.asymmetricKeyType, bits: key.asymmetricKeyDetails?.modulusLength };
   const fix = `use an RSA key of ${MIN_RSA_BITS} bits or more, or an EC key (openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 …)`;
   if ((details.type === 'rsa' || details.type === 'rsa-pss') && (details.bits ?? 0) < MIN_RSA_BITS)
     throw new FrondError(

@@ -29,7 +29,7 @@ describe('OpaqueSecret', () => {
     );
     assert.throws(
       () => OpaqueSecret.fromEnvironment({ FROND_OPAQUE_SECRET_FILE: `${dir}/missing` }),
-      /cannot be read \(ENOENT\)/,
+      /^FrondError: FROND_OPAQUE_SECRET_FILE .*missing: no such file; give the path of a file holding the opaque-ID secret/,
     );
   });
 

@@ -1,8 +1,8 @@
 import { createCipheriv, createHmac, hkdfSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { FrondError } from '../../core/errors.js';
 import type { BlockCipher } from '../../core/ff1.js';
 import { formatDomain, type OpaqueDomain } from '../../core/opaque-codec.js';
+import { readGivenFile } from '../../platform/data-file.js';
 
 /** A master secret shorter than this is refused: 32 bytes is AES-256's key, and HKDF's output. */
 export const MIN_SECRET_BYTES = 32;
@@ -31,15 +31,11 @@ export class OpaqueSecret {
       throw new FrondError('INVALID_CONFIG', 'FROND_OPAQUE_SECRET and FROND_OPAQUE_SECRET_FILE: set one');
     if (inline !== undefined) return OpaqueSecret.fromText(inline, 'FROND_OPAQUE_SECRET');
     if (file === undefined) return undefined;
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(file);
-    } catch (error) {
-      throw new FrondError(
-        'INVALID_CONFIG',
-        `FROND_OPAQUE_SECRET_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
+    const bytes = readGivenFile(
+      `FROND_OPAQUE_SECRET_FILE ${file}`,
+      file,
+      "a file holding the opaque-ID secret (at least 32 bytes, e.g. 'openssl rand -hex 32')",
+    );
     const text = bytes.toString('utf8').trim();
     return /^[0-9a-fA-F]+$|^[A-Za-z0-9+/]+=*$/.test(text) && text.length >= 43
       ? OpaqueSecret.fromText(text, `FROND_OPAQUE_SECRET_FILE ${file}`)

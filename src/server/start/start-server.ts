@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import { type Clock, systemClock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import { createApp } from '../http/app.js';
-import { readTls } from '../http/http-server.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { type Cleanups, runCleanups } from './cleanups.js';
 import { lockDataDir } from './data-dir-lock.js';
@@ -11,6 +10,7 @@ import { openOpsSurface, startOpsSurface } from './ops-surface.js';
 import { openSegmentMode } from './segment-mode.js';
 import type { ListenConfig, ServeConfig } from './serve-config.js';
 import { openSnowflakeMode } from './snowflake-mode.js';
+import { readStartFiles } from './start-files.js';
 
 export interface RunningServer {
   url: string;
@@ -29,14 +29,15 @@ export async function startServer(
   logger: Logger,
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
-  const tls = config.tls && readTls(config.tls);
+  // The files the settings name come first: one that cannot be read stops the start before the port.
+  const { tls, opaqueSecret } = readStartFiles(config);
   const http = await listen(config, tls, logger);
   const cleanups: Cleanups = [];
   try {
     cleanups.push(lockDataDir(config.dataDir));
     const ops = openOpsSurface(config, clock);
     const segment = config.segment
-      ? await openSegmentMode(config, clock, logger, ops.metrics, cleanups)
+      ? await openSegmentMode({ ...config, opaqueSecret }, clock, logger, ops.metrics, cleanups)
       : undefined;
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);

@@ -1,6 +1,6 @@
 import { FrondError } from '../../core/errors.js';
-import { MYSQL_TLS } from '../../sql/mysql-tls.js';
-import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { MYSQL_TLS, mysqlSsl } from '../../sql/mysql-tls.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
 import { grantScript } from '../sql/table-access.js';
 import type { StoreBackend } from '../store-backend.js';
@@ -15,6 +15,9 @@ export const mysqlBackend: StoreBackend<NetworkSqlConfig> = {
   grants: (user) => grantScript(mysqlAccount(user)),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'mysql', defaultPort: 3306, tls: MYSQL_TLS }),
+  readFiles: (config) => {
+    if (config.tls) mysqlSsl(config.tls, describeNetworkSql('mysql', config));
+  },
   open: (config, { logger, readOnly }) => new MysqlSegmentStore(config, { logger, readOnly }),
 };
 

@@ -1,7 +1,7 @@
 import { FrondError } from '../../core/errors.js';
-import type { NetworkSqlConfig } from '../../sql/network-sql.js';
+import { describeNetworkSql, type NetworkSqlConfig } from '../../sql/network-sql.js';
 import { parseNetworkSqlUrl, redactUrl } from '../../sql/network-sql-url.js';
-import { POSTGRES_TLS } from '../../sql/postgres-tls.js';
+import { POSTGRES_TLS, postgresSsl } from '../../sql/postgres-tls.js';
 import { grantScript } from '../sql/table-access.js';
 import type { StoreBackend } from '../store-backend.js';
 import { POSTGRES_DDL, POSTGRES_FROND_DDL, PostgresSegmentStore } from './postgres-segment-store.js';
@@ -15,6 +15,9 @@ export const postgresBackend: StoreBackend<NetworkSqlConfig> = {
   grants: (user) => grantScript(postgresRole(user)),
   redact: redactUrl,
   parse: (spec) => parseNetworkSqlUrl(spec, { scheme: 'postgres', defaultPort: 5432, tls: POSTGRES_TLS }),
+  readFiles: (config) => {
+    if (config.tls) postgresSsl(config.tls, describeNetworkSql('postgres', config));
+  },
   open: (config, { logger, readOnly }) => new PostgresSegmentStore(config, { logger, readOnly }),
 };
 
