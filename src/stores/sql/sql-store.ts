@@ -101,6 +101,9 @@ export interface SqlStoreOptions {
   readOnly?: boolean | undefined;
 }
 
+/** How long the diagnosis of a refused statement is reused (SqlStore.diagnosed). */
+const DIAGNOSIS_KEPT_MS = 1_000;
+
 /** What a table's probe found: there, missing, or refused to this account (on MySQL, maybe missing too). */
 type TableState = 'present' | 'missing' | 'denied';
 
@@ -121,6 +124,12 @@ export class SqlStore implements OpenedStore {
   private absent = new Set<StoreTable>();
   /** Tables the last check could not read (on MySQL they may be missing too). */
   private refused = new Set<StoreTable>();
+  /**
+   * The last diagnosis of a refused statement per operation, shared for a second: with a grant
+   * revoked, every tag's load fails every 500 ms, and each would otherwise ask the database again
+   * what the account lacks (on MySQL a statement per privilege).
+   */
+  private readonly diagnoses = new Map<Use, { at: number; error: Promise<FrondError> }>();
 
   constructor(
     private readonly dialect: SqlDialect,
@@ -270,13 +279,23 @@ export class SqlStore implements OpenedStore {
         try {
           return await operation();
         } catch (error) {
-          if (this.dialect.isDenied(error)) throw await this.refusal(use, error);
+          if (this.dialect.isDenied(error)) throw await this.diagnosed(use, error);
           if (!this.dialect.isMissingTable(error)) throw error;
           this.tables.forget(checked);
           if (attempt >= 2) throw error;
         }
       }
     });
+  }
+
+  private diagnosed(use: Use, error: unknown): Promise<FrondError> {
+    const last = this.diagnoses.get(use);
+    if (last !== undefined && Date.now() - last.at < DIAGNOSIS_KEPT_MS) return last.error;
+    const diagnosis = { at: Date.now(), error: this.refusal(use, error) };
+    this.diagnoses.set(use, diagnosis);
+    // A diagnosis that failed (the connection went) is not kept.
+    diagnosis.error.catch(() => this.diagnoses.delete(use));
+    return diagnosis.error;
   }
 
   /**
@@ -314,7 +333,7 @@ export class SqlStore implements OpenedStore {
   private async checkTables(): Promise<TableCheck> {
     const refused = new Set<StoreTable>();
     const found = await this.checkLeafTable(refused);
-    const missing: StoreTable[] = [];
+    const missing: FrondTable[] = [];
     for (const table of FROND_TABLES) {
       const state = await this.probe(table);
       if (state === 'missing') missing.push(table);
@@ -323,7 +342,7 @@ export class SqlStore implements OpenedStore {
     this.refused = refused;
     this.absent = new Set(missing);
     if (this.options.readOnly) return found;
-    for (const table of missing) await this.create(this.dialect.frondDdl[table as FrondTable], missing);
+    for (const table of missing) await this.create(this.dialect.frondDdl[table], missing);
     this.absent.clear();
     return found;
   }
