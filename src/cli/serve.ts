@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger.js';
 import { runPrimary, runWorker } from '../server/cluster/cluster.js';
 import { createLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
-import { WORKER_ID } from '../server/start/serve-settings.js';
+import { WORKER_ID, WORKER_ID_ORDINAL } from '../server/start/serve-settings.js';
 import { startServer } from '../server/start/start-server.js';
 import { COORDINATOR_BACKENDS } from '../worker-ids/worker-id-registry.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
@@ -55,7 +55,11 @@ function asLeafDoes(
 ): ServeSettings {
   const given = (name: string) => sources[name] !== undefined;
   // A worker ID given, or a coordinator to take one from.
-  const workerIdFrom = [...COORDINATOR_BACKENDS.map((backend) => backend.option), WORKER_ID];
+  const workerIdFrom = [
+    ...COORDINATOR_BACKENDS.map((backend) => backend.option),
+    WORKER_ID,
+    WORKER_ID_ORDINAL,
+  ];
   if (settings.snowflake && !workerIdFrom.some((entry) => given(entry.name)))
     throw new FrondError(
       'INVALID_CONFIG',
