@@ -10,7 +10,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../src/core/segment-step.js';
 import { SnowflakeGenerator } from '../src/core/snowflake-generator.js';
-import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { LEAF_EPOCH, LEAF_LAYOUT } from '../src/core/snowflake-layout.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import { DEFAULT_FENCE_SKIP } from '../src/stores/segment-primitive.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
@@ -161,7 +161,7 @@ function frondSnowflake(randomSequence: boolean): Case {
   const generator = () =>
     new SnowflakeGenerator({
       workerId: 1,
-      epoch: LEAF_EPOCH,
+      layout: LEAF_LAYOUT,
       clock: systemClock,
       randomSequence,
       random: Math.random,

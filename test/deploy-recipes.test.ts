@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { runNode, tempDir } from './support/frond-process.js';
+import { runNode, startFrond, tempDir } from './support/frond-process.js';
 import { serviceMissing } from './support/service-gate.js';
 import { freePort } from './support/tls-databases.js';
 
@@ -256,6 +256,55 @@ describe('deploy recipes (docs/deploy)', () => {
     assert.deepEqual(pdb.spec.selector.matchLabels, labels);
     assert.ok(pdb.spec.minAvailable < deployment.spec.replicas || pdb.spec.maxUnavailable >= 1);
     assert.deepEqual(kind('Service').spec.selector, labels);
+  });
+
+  it('kubernetes: a StatefulSet whose pod ordinals are the worker IDs, a volume per pod, no coordinator', async () => {
+    const docs: Yaml[] = parseAllDocuments(
+      readFileSync(join(DEPLOY, 'kubernetes/frond-statefulset.yaml'), 'utf8'),
+    ).map((d) => d.toJS());
+    const set = docs.find((d) => d.kind === 'StatefulSet');
+    assert.equal(set.apiVersion, 'apps/v1');
+    const pod = set.spec.template.spec;
+    const labels = set.spec.template.metadata.labels;
+    assert.deepEqual(set.spec.selector.matchLabels, labels);
+    assert.ok(set.spec.replicas >= 2);
+    const [container] = pod.containers;
+    const env = new Map(container.env.map((e: Yaml) => [e.name, e.value ?? e.valueFrom]));
+    assert.equal(env.get('FROND_WORKER_ID_ORDINAL'), 'true');
+    assert.match(String(env.get('FROND_WORKER_ID_OFFSET')), /^[0-9]+$/);
+    for (const coordinator of ['FROND_ETCD', 'FROND_ZK', 'FROND_WORKER_ID', 'FROND_WORKER_LEASE'])
+      assert.ok(!env.has(coordinator), `no ${coordinator}: the ordinal is the worker ID`);
+    assert.ok((env.get('FROND_STORE') as Yaml).secretKeyRef, 'the store URL comes from a Secret');
+    assert.equal(container.readinessProbe.httpGet.path, '/readyz');
+    assert.ok(pod.terminationGracePeriodSeconds > 10, 'longer than --shutdown-timeout-ms');
+    // The data dir (the worker ID's recorded time) is the pod's own claim, which follows its ordinal.
+    const dataMount = container.volumeMounts.find((m: Yaml) => m.mountPath === env.get('FROND_DATA_DIR'));
+    assert.ok(dataMount, 'the data dir is mounted');
+    assert.ok(
+      set.spec.volumeClaimTemplates.some((claim: Yaml) => claim.metadata.name === dataMount.name),
+      'from volumeClaimTemplates, not an emptyDir',
+    );
+    const headless = docs.find((d) => d.kind === 'Service' && d.metadata.name === set.spec.serviceName);
+    assert.equal(headless?.spec.clusterIP, 'None', 'the governing Service is headless');
+    assert.ok(docs.some((d) => d.kind === 'PodDisruptionBudget'));
+    // The env the manifest sets, with HOSTNAME as Kubernetes sets it for pod 2, starts frond as worker 2.
+    const dataDir = tempDir('frond-ordinal-');
+    const node = await startFrond(['--port', '0', '--no-segment'], {
+      env: {
+        FROND_WORKER_ID_ORDINAL: String(env.get('FROND_WORKER_ID_ORDINAL')),
+        FROND_WORKER_ID_OFFSET: String(env.get('FROND_WORKER_ID_OFFSET')),
+        FROND_DATA_DIR: dataDir,
+        HOSTNAME: `${set.metadata.name}-2`,
+      },
+    });
+    try {
+      const health = (await (await fetch(`${node.url}/healthz`)).json()) as {
+        snowflake: { workerId: number };
+      };
+      assert.equal(health.snowflake.workerId, 2 + Number(env.get('FROND_WORKER_ID_OFFSET')));
+    } finally {
+      await node.stop();
+    }
   });
 
   it('frond.service: systemd-analyze verify passes; hardening and LimitNOFILE are set', async (t) => {

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
-import { decomposeSnowflake, LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { decomposeSnowflake, LEAF_LAYOUT } from '../src/core/snowflake-layout.js';
 import { createApp } from '../src/server/http/app.js';
 import { FROND_VERSION } from '../src/server/ops/version.js';
 import type { ServeConfig } from '../src/server/start/serve-config.js';
@@ -298,7 +298,7 @@ describe('HTTP API when the store does not answer', () => {
       segmentWaitMs: 200,
     });
     const server = createServer(
-      createApp({ segment, snowflake: undefined, epoch: LEAF_EPOCH, logger: silentLogger }),
+      createApp({ segment, snowflake: undefined, layout: LEAF_LAYOUT, logger: silentLogger }),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

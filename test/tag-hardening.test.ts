@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
-import { LEAF_EPOCH } from '../src/core/snowflake-layout.js';
+import { LEAF_LAYOUT } from '../src/core/snowflake-layout.js';
 import { createApp } from '../src/server/http/app.js';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
 import { MemoryStore } from './support/memory-store.js';
@@ -165,7 +165,7 @@ describe('a tag dropped by SQL and re-added with start 1 (issue 16 item 1)', () 
       segmentWaitMs: 200,
     });
     const server = createServer(
-      createApp({ segment, snowflake: undefined, epoch: LEAF_EPOCH, logger: silentLogger }),
+      createApp({ segment, snowflake: undefined, layout: LEAF_LAYOUT, logger: silentLogger }),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -11,7 +11,7 @@ import { systemClock } from '../../src/core/clock.js';
 import type { Logger } from '../../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../src/core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../src/core/segment-step.js';
-import { LEAF_EPOCH } from '../../src/core/snowflake-layout.js';
+import { LEAF_LAYOUT } from '../../src/core/snowflake-layout.js';
 import { createApp } from '../../src/server/http/app.js';
 import { servedStore } from '../../src/stores/fencing/served-store.js';
 import { DEFAULT_FENCE_SKIP } from '../../src/stores/segment-primitive.js';
@@ -41,7 +41,7 @@ const allocator = new SegmentAllocator(store, systemClock, logger, {
 });
 await allocator.start();
 const server = createServer(
-  createApp({ segment: allocator, snowflake: undefined, epoch: LEAF_EPOCH, logger }),
+  createApp({ segment: allocator, snowflake: undefined, layout: LEAF_LAYOUT, logger }),
 );
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;

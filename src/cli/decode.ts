@@ -1,9 +1,10 @@
 import { FrondError } from '../core/errors.js';
 import { formatDomain, OpaqueCodec, parseDomain } from '../core/opaque-codec.js';
-import { decomposeSnowflake, parseSnowflakeId } from '../core/snowflake-layout.js';
+import { parseSnowflakeId } from '../core/snowflake-layout.js';
 import { assertValidTag } from '../core/tag.js';
 import { tagNotFound } from '../core/tag-catalogue.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
+import { layoutSetting } from '../server/start/serve-settings.js';
 import { DECODE } from './option-table.js';
 import { parseCommand } from './options.js';
 import { type CommandStore, commandStore, withStore } from './store-options.js';
@@ -12,8 +13,9 @@ export async function decodeCommand(args: string[], out: (line: string) => void)
   const { settings, positionals, sources } = parseCommand(DECODE, args, { rejectUnknownEnv: true });
   if (settings.tag !== undefined)
     return decodeOpaque(settings.tag, positionals[0] as string, commandStore(settings, sources), out);
+  const layout = layoutSetting(settings);
   const id = parseSnowflakeId(positionals[0] as string);
-  const parts = decomposeSnowflake(id, settings.epoch);
+  const parts = layout.decompose(id);
   out(
     JSON.stringify({
       id: id.toString(),

@@ -81,7 +81,8 @@ describe('option table', () => {
     const names = new Set(SERVE_OPTIONS.map((entry) => entry.name));
     // Fields that group settings: `coordinator` (--zk, --etcd, …) and `tls` are checked together;
     // `storeSetting` says which of --store and --data-dir named `store`, for a store that cannot open.
-    const grouped = new Set(['coordinator', 'tls', 'storeSetting']);
+    // `layout` is --snowflake-layout, --time-unit-ms and --epoch checked together.
+    const grouped = new Set(['coordinator', 'tls', 'storeSetting', 'layout']);
     for (const field of Object.keys(serveConfig(settings)))
       assert.ok(names.has(field as never) || grouped.has(field), `ServeConfig.${field} has no entry`);
   });

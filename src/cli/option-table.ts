@@ -1,7 +1,7 @@
 import { boolean, integer, type OptionEntry, type SettingsOf, string } from '../core/option-entry.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-catalogue.js';
-import { EPOCH, SERVE_SETTINGS, STORE_OPTIONS } from '../server/start/serve-settings.js';
+import { LAYOUT_OPTIONS, SERVE_SETTINGS, STORE_OPTIONS } from '../server/start/serve-settings.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/segment-primitive.js';
 
 /**
@@ -158,7 +158,7 @@ export const DECODE = command({
   summary:
     'shows the time, worker ID and sequence of a snowflake ID, or with --tag the segment ID behind an opaque ID',
   options: [
-    EPOCH,
+    ...LAYOUT_OPTIONS,
     ...STORE_OPTIONS,
     string({
       name: 'tag',

@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { sliceOf } from '../core/option-entry.js';
+import type { SnowflakeLayout } from '../core/snowflake-layout.js';
 import { parseDeclaredOpaqueTag } from '../server/opaque/opaque-config.js';
 import type {
   AccessConfig,
@@ -8,9 +10,14 @@ import type {
   SnowflakeConfig,
   StartConfig,
 } from '../server/start/serve-config.js';
-import { SERVE_SETTINGS } from '../server/start/serve-settings.js';
+import { LAYOUT_FLAGS, layoutSetting, SERVE_SETTINGS } from '../server/start/serve-settings.js';
 import { backendOf } from '../stores/store-registry.js';
-import { type CoordinatorConfig, coordinatorConfig, flagOfKind } from '../worker-ids/worker-id-registry.js';
+import {
+  COORDINATOR_BACKENDS,
+  type CoordinatorConfig,
+  coordinatorConfig,
+  flagOfKind,
+} from '../worker-ids/worker-id-registry.js';
 import type { ServeSettings } from './option-table.js';
 import { usage } from './options.js';
 import { storeOf, storeSettingOf } from './store-options.js';
@@ -20,9 +27,9 @@ import { storeOf, storeSettingOf } from './store-options.js';
  * each refined by the checks that span settings; each setting's own type and bounds were checked by
  * its entry. Refined in this order, so that of several mistakes the same one is reported first.
  */
-export function serveConfig(settings: ServeSettings): ServeConfig {
+export function serveConfig(settings: ServeSettings, host: ServeHost = currentHost()): ServeConfig {
   const start = startConfig(settings);
-  const snowflake = snowflakeConfig(settings);
+  const snowflake = snowflakeConfig(settings, host);
   const access = accessConfig(settings);
   const listen = listenConfig(settings);
   const segment = segmentConfig(settings);
@@ -43,12 +50,73 @@ function startConfig(settings: ServeSettings): StartConfig {
   return sliceOf(SERVE_SETTINGS, 'start', settings);
 }
 
-/** The coordinator's settings checked together; without snowflake mode they mean nothing (a leaf.properties may still name ZooKeeper). */
-function snowflakeConfig(settings: ServeSettings): SnowflakeConfig {
-  return {
-    ...sliceOf(SERVE_SETTINGS, 'snowflake', settings),
-    coordinator: settings.snowflake ? coordinatorOf(settings) : undefined,
-  };
+/** What the settings read of the machine: the hostname (`--worker-id-ordinal`) and the time. */
+export interface ServeHost {
+  /** `HOSTNAME` as Kubernetes and Docker set it, else the system's. */
+  hostname: string;
+  now: number;
+}
+
+export function currentHost(env: NodeJS.ProcessEnv = process.env): ServeHost {
+  const fromEnv = env.HOSTNAME?.trim();
+  return { hostname: fromEnv === undefined || fromEnv === '' ? hostname() : fromEnv, now: Date.now() };
+}
+
+/**
+ * The layout (always: decode routes use it with snowflake mode off), the worker ID from the
+ * hostname's ordinal, and the coordinator's settings checked together; without snowflake mode the
+ * worker-ID settings mean nothing (a leaf.properties may still name ZooKeeper).
+ */
+function snowflakeConfig(settings: ServeSettings, host: ServeHost): SnowflakeConfig {
+  const slice = sliceOf(SERVE_SETTINGS, 'snowflake', settings);
+  const layout = layoutSetting(settings);
+  if (!settings.snowflake) return { ...slice, layout, coordinator: undefined };
+  layout.assertLasts(host.now, LAYOUT_FLAGS);
+  const coordinator = coordinatorOf(settings);
+  const workerId = workerIdOf(settings, layout, host.hostname);
+  return { ...slice, layout, workerId, coordinator };
+}
+
+/**
+ * `--worker-id N`, or the ordinal of a StatefulSet pod's hostname (`frond-3` is 3) plus
+ * `--worker-id-offset`, times `--workers` (each process of a pod adds its index, so pods never
+ * overlap); checked against the layout's worker bits.
+ */
+function workerIdOf(settings: ServeSettings, layout: SnowflakeLayout, name: string): number | undefined {
+  const { workerId, workerIdOrdinal, workerIdOffset, workers } = settings;
+  const bits = layout.isLeafBits
+    ? ''
+    : ` (the ${layout.workerBits} worker bits of --snowflake-layout ${layout.bits})`;
+  if (!workerIdOrdinal) {
+    if (workerIdOffset !== 0) throw usage('--worker-id-offset goes with --worker-id-ordinal');
+    if (workerId !== undefined && workerId > layout.maxWorkerId)
+      throw usage(
+        `--worker-id "${workerId}" is invalid: use an integer from 0 to ${layout.maxWorkerId}${bits}`,
+      );
+    return workerId;
+  }
+  if (workerId !== undefined) throw usage('--worker-id and --worker-id-ordinal: pick one');
+  const ordinal = hostnameOrdinal(name);
+  const base = workerIdOffset + ordinal * workers;
+  const last = base + workers - 1;
+  if (last > layout.maxWorkerId) {
+    const how = `${workerIdOffset > 0 ? `--worker-id-offset ${workerIdOffset} + ` : ''}ordinal ${ordinal}${workers > 1 ? ` × --workers ${workers}` : ''}`;
+    throw usage(
+      `--worker-id-ordinal: hostname ${JSON.stringify(name)} gives worker ID ${last} (${how}), above ${layout.maxWorkerId}, the largest of ${layout.workerBits} worker bits; use fewer replicas or more worker bits (--snowflake-layout)`,
+    );
+  }
+  return base;
+}
+
+/** The number a StatefulSet puts at the end of a pod's name: `frond-3` (or `frond-3.frond.ns.svc…`) is 3. */
+export function hostnameOrdinal(name: string): number {
+  const label = name.split('.')[0] ?? '';
+  const match = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?-(0|[1-9][0-9]{0,8})$/.exec(label);
+  if (match === null)
+    throw usage(
+      `--worker-id-ordinal: hostname ${JSON.stringify(name.slice(0, 80))} does not end in -N, as a StatefulSet pod's (frond-0, frond-1, …); set HOSTNAME, or give --worker-id`,
+    );
+  return Number(match[1]);
 }
 
 /** The tokens, each checked. */
@@ -114,6 +182,13 @@ function checkedToken(token: string, flag: string): string {
 
 /** A backend's setting (`--zk`, `--etcd`) and their companions; undefined: worker IDs from the data dir's file. */
 function coordinatorOf(settings: ServeSettings): CoordinatorConfig | undefined {
+  if (settings.workerIdOrdinal) {
+    const values = settings as Record<string, unknown>;
+    const chosen = COORDINATOR_BACKENDS.find((backend) => typeof values[backend.option.name] === 'string');
+    if (chosen !== undefined) throw usage(`--worker-id-ordinal and --${chosen.option.flag}: pick one`);
+    if (settings.workerLease) throw usage('--worker-lease and --worker-id-ordinal: pick one');
+    return undefined;
+  }
   const config = coordinatorConfig(settings);
   // Leaf mode's worker ID belongs to ip:port, which every worker of --workers shares.
   if (config && !config.lease && settings.workers > 1)

@@ -6,7 +6,7 @@ import { runPrimary, runWorker } from '../server/cluster/cluster.js';
 import { EVERY_INTERFACE } from '../server/start/listen.js';
 import { createLogger } from '../server/start/pino-logger.js';
 import type { ServeConfig } from '../server/start/serve-config.js';
-import { WORKER_ID } from '../server/start/serve-settings.js';
+import { WORKER_ID, WORKER_ID_ORDINAL } from '../server/start/serve-settings.js';
 import { startServer } from '../server/start/start-server.js';
 import { COORDINATOR_BACKENDS } from '../worker-ids/worker-id-registry.js';
 import { readConfigFile, readLeafProperties } from './config-sources.js';
@@ -97,7 +97,11 @@ function asLeafDoes(
       `${path}: leaf.segment.enable and leaf.snowflake.enable are both off, which leaves nothing to serve (Leaf would start and answer 0 to every ID request); set one of them to true`,
     );
   // A worker ID given, or a coordinator to take one from.
-  const workerIdFrom = [...COORDINATOR_BACKENDS.map((backend) => backend.option), WORKER_ID];
+  const workerIdFrom = [
+    ...COORDINATOR_BACKENDS.map((backend) => backend.option),
+    WORKER_ID,
+    WORKER_ID_ORDINAL,
+  ];
   if (settings.snowflake && !workerIdFrom.some((entry) => given(entry.name)))
     throw new FrondError(
       'INVALID_CONFIG',

@@ -53,11 +53,11 @@ export const ERROR_CODES = {
   ID_RANGE_EXHAUSTED: { status: 500, retryable: false, permanent: true, exitCode: 1 },
   /** The clock is behind the last timestamp this node used; waiting did not help. */
   CLOCK_MOVED_BACKWARDS: { status: 503, retryable: true, permanent: false, exitCode: 1 },
-  /** 4096 IDs were used in one millisecond and the clock did not move on. */
+  /** A time unit's sequence (4096 IDs of a ms in Leaf's layout) is used up and the clock did not move on. */
   SEQUENCE_EXHAUSTED: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   /** The timestamp could not be recorded durably, so IDs past the recorded time are withheld. */
   TIMESTAMP_NOT_RECORDED: { status: 503, retryable: true, permanent: false, exitCode: 1 },
-  /** 41 bits of milliseconds from the epoch are used up (Leaf's epoch: in 2080). */
+  /** The layout's time bits from the epoch are used up (Leaf's 41 bits of ms from its epoch: in 2080). */
   TIMESTAMP_OVERFLOW: { status: 500, retryable: false, permanent: false, exitCode: 1 },
   WORKER_ID_UNAVAILABLE: { status: 503, retryable: true, permanent: false, exitCode: 1 },
   SHUTTING_DOWN: { status: 503, retryable: true, permanent: false, exitCode: 1 },
@@ -107,6 +107,19 @@ export class ClockMovedBackwardsError extends FrondError {
       'CLOCK_MOVED_BACKWARDS',
       `the clock moved back by ${offsetMs} ms; refusing to issue IDs until it catches up`,
     );
+  }
+}
+
+/**
+ * A time unit's sequence is used up (a layout in units above 1 ms): `waitMs` until the next unit
+ * starts, which the caller sleeps rather than spins, since a unit may last up to a second.
+ */
+export class SequenceExhaustedError extends FrondError {
+  constructor(
+    readonly waitMs: number,
+    message: string,
+  ) {
+    super('SEQUENCE_EXHAUSTED', message);
   }
 }
 

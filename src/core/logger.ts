@@ -58,6 +58,7 @@ export type LogEvent =
   | 'snowflake.regain_failed'
   | 'snowflake.worker_id_lost'
   | 'snowflake.worker_id_regained'
+  | 'snowflake.time_bits_running_out'
   | 'worker.cache_ignored'
   | 'worker.cache_mismatch'
   | 'worker.claim_waiting'

@@ -6,7 +6,13 @@ import { MemoryWorkerSource } from '../../test/support/memory-worker-source.js';
 import { propertyRuns } from '../../test/support/property-runs.js';
 import { isFrondError } from './errors.js';
 import { silentLogger } from './logger.js';
-import { decomposeSnowflake } from './snowflake-layout.js';
+import {
+  decomposeSnowflake,
+  LEAF_EPOCH,
+  LEAF_LAYOUT,
+  layoutOf,
+  SnowflakeLayout,
+} from './snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS, SnowflakeService } from './snowflake-service.js';
 
 const T0 = 1_700_000_000_000;
@@ -15,8 +21,8 @@ function start(clock: ManualClock, source = new MemoryWorkerSource()) {
   return SnowflakeService.start(source, clock, silentLogger, DEFAULT_SNOWFLAKE_OPTIONS);
 }
 
-/** Runs `promise` while moving the manual clock forward 1 ms at a time (bounded). */
-async function drive<T>(clock: ManualClock, promise: Promise<T>, maxMs = 10_000): Promise<T> {
+/** Runs `promise` while moving the manual clock forward `stepMs` (1 ms) at a time (bounded). */
+async function drive<T>(clock: ManualClock, promise: Promise<T>, maxMs = 10_000, stepMs = 1): Promise<T> {
   let outcome: { value: T } | { error: unknown } | undefined;
   promise.then(
     (value) => {
@@ -26,7 +32,7 @@ async function drive<T>(clock: ManualClock, promise: Promise<T>, maxMs = 10_000)
       outcome = { error };
     },
   );
-  for (let i = 0; i < maxMs && outcome === undefined; i++) await clock.advance(1);
+  for (let i = 0; i < maxMs && outcome === undefined; i += stepMs) await clock.advance(stepMs);
   if (outcome === undefined) throw new Error(`still pending after ${maxMs} ms of clock time`);
   if ('error' in outcome) throw outcome.error;
   return outcome.value;
@@ -241,5 +247,142 @@ describe('SnowflakeService', () => {
         ],
       },
     );
+  });
+});
+
+describe('SnowflakeService in another layout', () => {
+  const sony = layoutOf('39+16+8', 10, LEAF_EPOCH);
+  const options = { ...DEFAULT_SNOWFLAKE_OPTIONS, layout: sony };
+
+  it('serves a batch that needs several 10 ms units by sleeping to each next unit: unique, increasing', async () => {
+    const clock = new ManualClock(T0);
+    const service = await SnowflakeService.start(
+      new MemoryWorkerSource(40_000),
+      clock,
+      silentLogger,
+      options,
+    );
+    const ids = await drive(clock, service.nextMany(2_000));
+    assert.equal(new Set(ids).size, 2_000);
+    for (let i = 1; i < ids.length; i++) assert.ok((ids[i] as bigint) > (ids[i - 1] as bigint));
+    const parts = ids.map((id) => sony.decompose(id));
+    assert.ok(parts.every((part) => part.workerId === 40_000 && part.sequence <= 255));
+    // 256 a unit at most (a random start of 0–99 leaves fewer): at least 8 units.
+    assert.ok(new Set(parts.map((part) => part.timestamp)).size >= 8);
+    assert.ok(parts.every((part) => (part.timestamp - LEAF_EPOCH) % 10 === 0));
+    assert.equal(service.issued, 2_000);
+    await service.close();
+  });
+
+  it("starts after the unit of the source's last timestamp, not only after the timestamp", async () => {
+    const clock = new ManualClock(T0);
+    const unitStart = sony.unitStart(sony.unitOf(T0));
+    // The earlier holder recorded a time 2 ms into the unit the clock is in now.
+    const source = new MemoryWorkerSource(3, unitStart + 2);
+    clock.set(unitStart + 5);
+    const service = await drive(clock, SnowflakeService.start(source, clock, silentLogger, options));
+    const id = (await drive(clock, service.next())) as bigint;
+    assert.equal(sony.decompose(id).timestamp, unitStart + 10, 'the next unit');
+    assert.ok(source.records.every((record) => record >= unitStart + 9));
+    await service.close();
+  });
+
+  it('never repeats or reorders an ID in units of 3 ms, 10 ms or 1 s, whatever the clock does, across crashes (fast-check)', async () => {
+    const layouts = [sony, layoutOf('31+20+12', 1000, LEAF_EPOCH), layoutOf('40+13+10', 3, LEAF_EPOCH)];
+    let batches = 0;
+    const move = fc.oneof(
+      {
+        arbitrary: fc.record({ kind: fc.constant('ids' as const), count: fc.integer({ min: 1, max: 700 }) }),
+        weight: 3,
+      },
+      {
+        arbitrary: fc.record({
+          kind: fc.constant('clock' as const),
+          ms: fc.oneof(
+            { arbitrary: fc.integer({ min: -3_000, max: -1 }), weight: 3 },
+            { arbitrary: fc.integer({ min: 1, max: 3_000 }), weight: 1 },
+          ),
+        }),
+        weight: 2,
+      },
+      {
+        arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 3_000 }) }),
+        weight: 2,
+      },
+      { arbitrary: fc.record({ kind: fc.constant('crash' as const) }), weight: 2 },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...layouts),
+        fc.array(move, { maxLength: 20 }),
+        async (layout, moves) => {
+          const clock = new ManualClock(T0);
+          const source = new MemoryWorkerSource();
+          const step = Math.max(1, Math.floor(layout.timeUnitMs / 4));
+          const boot = async () => {
+            const node = clock.process();
+            const service = await drive(
+              clock,
+              SnowflakeService.start(source, node, silentLogger, { ...DEFAULT_SNOWFLAKE_OPTIONS, layout }),
+              8_000,
+              step,
+            ).catch(() => undefined);
+            return service === undefined ? undefined : { service, node };
+          };
+          let running = await boot();
+          let last = -1n;
+          try {
+            for (const m of moves) {
+              if (m.kind === 'clock') clock.set(clock.now() + m.ms);
+              else if (m.kind === 'wait') await clock.advance(m.ms);
+              else if (m.kind === 'crash') {
+                running?.node.crash();
+                running = await boot();
+              } else if (running !== undefined) {
+                const ids = await drive(
+                  clock,
+                  running.service.nextMany(m.count),
+                  3 * layout.timeUnitMs + 50,
+                  step,
+                ).catch(() => []);
+                if (ids.length === m.count) batches++;
+                for (const id of ids) {
+                  assert.ok(id > last, `${id} after ${last} in ${layout.bits}`);
+                  last = id;
+                }
+                await settle();
+              }
+            }
+          } finally {
+            running?.node.crash();
+          }
+        },
+      ),
+      { numRuns: propertyRuns(150) },
+    );
+    // Not a property of nothing: most batches were served whole.
+    assert.ok(batches > propertyRuns(150), `only ${batches} batches served`);
+  });
+
+  it("says how long the layout's time bits have left, and warns under three years", async () => {
+    const clock = new ManualClock(T0);
+    const service = await start(clock);
+    assert.equal(service.timeLeftMs(), LEAF_LAYOUT.endsAt - T0);
+    assert.equal(service.timeLeftWarning(), undefined);
+    await service.close();
+    const short = SnowflakeLayout.of({
+      timeBits: 36,
+      workerBits: 15,
+      sequenceBits: 12,
+      timeUnitMs: 1,
+      epoch: T0 + 500 * 86_400_000 - 2 ** 36,
+    });
+    const ending = await SnowflakeService.start(new MemoryWorkerSource(), clock, silentLogger, {
+      ...DEFAULT_SNOWFLAKE_OPTIONS,
+      layout: short,
+    });
+    assert.equal(ending.timeLeftMs(), 500 * 86_400_000);
+    assert.match(ending.timeLeftWarning() ?? '', /run out on .*, in 500 days/);
+    await ending.close();
   });
 });

@@ -1,12 +1,19 @@
 import { type Clock, Sleeps, sleep } from './clock.js';
-import { ClockMovedBackwardsError, describeError, FrondError, isFrondError } from './errors.js';
+import {
+  ClockMovedBackwardsError,
+  describeError,
+  FrondError,
+  isFrondError,
+  SequenceExhaustedError,
+} from './errors.js';
 import type { Logger } from './logger.js';
 import { SnowflakeGenerator } from './snowflake-generator.js';
-import { assertWorkerId, LEAF_EPOCH, TIMESTAMP_SPAN_MS } from './snowflake-layout.js';
+import { LEAF_LAYOUT, type SnowflakeLayout } from './snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from './worker-id-source.js';
 
 export interface SnowflakeOptions {
-  epoch: number;
+  /** Bits of time, worker ID and sequence, the time unit and the epoch (`LEAF_LAYOUT` by default). */
+  layout: SnowflakeLayout;
   /** Each millisecond's sequence starts at a random 0–99 (Leaf), not at 0, so IDs spread over shards. */
   randomSequence: boolean;
   /** A clock that moves back by at most this while running is waited for (twice the offset, as Leaf). Leaf: 5 ms. */
@@ -23,7 +30,7 @@ export interface SnowflakeOptions {
 }
 
 export const DEFAULT_SNOWFLAKE_OPTIONS: SnowflakeOptions = {
-  epoch: LEAF_EPOCH,
+  layout: LEAF_LAYOUT,
   randomSequence: true,
   clockToleranceMs: 5,
   clockStartupWaitMs: 5_000,
@@ -104,21 +111,25 @@ export class SnowflakeService {
     options: SnowflakeOptions,
     random: () => number,
   ): Promise<SnowflakeService> {
-    const workerId = assertWorkerId(lease.workerId);
+    const layout = options.layout;
+    const workerId = layout.assertWorkerId(lease.workerId);
     let now = clock.now();
-    if (now < options.epoch) {
+    if (now < layout.epoch) {
       throw new FrondError(
         'INVALID_CONFIG',
-        `the clock (${now}) is before the snowflake epoch ${options.epoch}`,
+        `the clock (${now}) is before the snowflake epoch ${layout.epoch}`,
       );
     }
-    if (now - options.epoch >= TIMESTAMP_SPAN_MS) {
+    if (now >= layout.endsAt) {
       throw new FrondError(
         'TIMESTAMP_OVERFLOW',
-        `41 bits of milliseconds from the epoch ${options.epoch} are used up`,
+        `${layout.timeBits} bits of ${layout.timeUnitMs === 1 ? 'milliseconds' : `${layout.timeUnitMs} ms units`} from the epoch ${layout.epoch} are used up`,
       );
     }
     const behind = lease.lastTimestamp - now;
+    // An earlier holder may have used any ms of the unit of its last timestamp: the first ID here
+    // is in a later unit (in 1 ms units, Leaf's, this is the last timestamp itself).
+    const floor = layout.lastMsOfUnit(lease.lastTimestamp);
     if (behind >= 0) {
       if (behind > options.clockStartupWaitMs) {
         throw new FrondError(
@@ -129,34 +140,46 @@ export class SnowflakeService {
       logger.log('warn', 'snowflake.clock_behind_at_start', { workerId, behindMs: behind });
       // Timers run on the monotonic clock and the wall clock may be slewed, so one sleep of the gap
       // can end a millisecond short: sleep the rest again, up to 1 s past the allowed wait.
-      const giveUpAt = now + options.clockStartupWaitMs + 1_000;
-      while (now <= lease.lastTimestamp) {
+      const giveUpAt = now + options.clockStartupWaitMs + 1_000 + layout.timeUnitMs - 1;
+      while (now <= floor) {
         if (now >= giveUpAt) {
           throw new FrondError(
             'CLOCK_MOVED_BACKWARDS',
-            `the clock did not pass ${lease.lastTimestamp} after waiting ${behind + 1} ms`,
+            `the clock did not pass ${floor} after waiting ${floor - lease.lastTimestamp + behind + 1} ms`,
           );
         }
-        await sleep(clock, lease.lastTimestamp - now + 1);
+        await sleep(clock, floor - now + 1);
         now = clock.now();
       }
+    } else if (now <= floor) {
+      // Ahead of the last timestamp but in its unit: the rest of the unit, at most one unit.
+      await sleep(clock, floor - now + 1);
+      now = clock.now();
     }
     // `now` is past the lease's last timestamp here, so this is above everything read.
-    const recordedThrough = Math.max(lease.lastTimestamp, now + options.recordAheadMs);
+    const recordedThrough = Math.max(floor, now + options.recordAheadMs);
     await source.record(recordedThrough);
     const generator = new SnowflakeGenerator({
       workerId,
-      epoch: options.epoch,
+      layout,
       clock,
       randomSequence: options.randomSequence,
       random,
-      lastTimestamp: lease.lastTimestamp,
+      lastTimestamp: floor,
       recordedThrough,
     });
     const service = new SnowflakeService(generator, source, clock, logger, options, random, recordedThrough);
     source.onRegained?.((regained) => service.regain(regained));
     service.scheduleRecord();
-    logger.log('info', 'snowflake.started', { workerId, source: source.description });
+    logger.log('info', 'snowflake.started', {
+      workerId,
+      source: source.description,
+      layout: layout.bits,
+      timeUnitMs: layout.timeUnitMs,
+    });
+    const warning = layout.timeLeftWarning(now);
+    if (warning !== undefined)
+      logger.log('warn', 'snowflake.time_bits_running_out', { endsAt: layout.endsAt, message: warning });
     return service;
   }
 
@@ -164,8 +187,12 @@ export class SnowflakeService {
     return this.generator.workerId;
   }
 
+  get layout(): SnowflakeLayout {
+    return this.options.layout;
+  }
+
   get epoch(): number {
-    return this.options.epoch;
+    return this.options.layout.epoch;
   }
 
   /** The largest clock step back that is waited out instead of refused (`--clock-tolerance-ms`). */
@@ -175,6 +202,16 @@ export class SnowflakeService {
 
   get lastTimestamp(): number {
     return this.generator.lastTimestamp;
+  }
+
+  /** ms until the layout's time bits run out, by the node's clock (negative once they have). */
+  timeLeftMs(): number {
+    return this.options.layout.timeLeftMs(this.clock.now());
+  }
+
+  /** A warning while the time bits have under three years left (`TIME_LEFT_WARNING_MS`). */
+  timeLeftWarning(): string | undefined {
+    return this.options.layout.timeLeftWarning(this.clock.now());
   }
 
   /** Whether IDs can be handed out now: not closed, and the worker ID is held (a lease can be lost). */
@@ -203,9 +240,13 @@ export class SnowflakeService {
     return id as bigint;
   }
 
-  /** `count` increasing IDs, waiting out a clock that moved back a little. */
+  /**
+   * `count` increasing IDs, waiting out a clock that moved back a little. In units above 1 ms a
+   * batch may span several units: each wait for the next unit that brought IDs is not an attempt.
+   */
   async nextMany(count: number): Promise<bigint[]> {
     const ids: bigint[] = [];
+    let progress = 0;
     for (let attempt = 1; ; attempt++) {
       this.assertHolding();
       try {
@@ -213,6 +254,10 @@ export class SnowflakeService {
         this.issued += count;
         return ids;
       } catch (error) {
+        if (error instanceof SequenceExhaustedError && ids.length > progress) {
+          progress = ids.length;
+          attempt = 0;
+        }
         if (attempt >= MAX_ATTEMPTS || !(await this.recover(error))) throw error;
       }
     }
@@ -241,6 +286,10 @@ export class SnowflakeService {
       if (!tolerable) return false;
       await sleep(this.clock, 2 * error.offsetMs);
       return true;
+    }
+    if (error instanceof SequenceExhaustedError) {
+      await this.sleeps.sleep(error.waitMs);
+      return !this.closed;
     }
     if (isFrondError(error, 'TIMESTAMP_NOT_RECORDED')) {
       await this.record();
@@ -284,11 +333,13 @@ export class SnowflakeService {
   }
 
   private async adopt(lease: WorkerLease, generation: number): Promise<void> {
-    const workerId = assertWorkerId(lease.workerId);
+    const layout = this.options.layout;
+    const workerId = layout.assertWorkerId(lease.workerId);
     const previous = this.generator;
     // Above the lease's last timestamp (fencing against the worker ID's earlier holder) and above
-    // this node's own last one, so its IDs keep increasing whichever worker ID it now holds.
-    const floor = Math.max(lease.lastTimestamp, previous.lastTimestamp);
+    // this node's own last one, so its IDs keep increasing whichever worker ID it now holds; past
+    // the end of that timestamp's unit (the timestamp itself in 1 ms units).
+    const floor = layout.lastMsOfUnit(Math.max(lease.lastTimestamp, previous.lastTimestamp));
     const current = () => !this.closed && generation === this.generation;
     let warned = false;
     while (current()) {
@@ -314,7 +365,7 @@ export class SnowflakeService {
       this.recorded = through;
       this.generator = new SnowflakeGenerator({
         workerId,
-        epoch: this.options.epoch,
+        layout,
         clock: this.clock,
         randomSequence: this.options.randomSequence,
         random: this.random,

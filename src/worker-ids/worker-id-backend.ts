@@ -37,6 +37,11 @@ export interface WorkerSourceContext {
   dataDir: string;
   /** `--worker-id`, for the file source. */
   workerId: number | undefined;
+  /**
+   * The largest worker ID of the layout (2^worker bits − 1; 1023 in Leaf's): a source hands out
+   * worker IDs from 0 to this, and counts this many plus one as all of them.
+   */
+  maxWorkerId: number;
   /** The HTTP port: the identity's port unless advertised. */
   httpPort: number;
   /** The core's record-ahead: how far past its last report a Leaf-mode node may have issued IDs. */

@@ -145,7 +145,11 @@ export function openWorkerIdSource(
   context: WorkerSourceContext,
 ): WorkerIdSource {
   if (config === undefined)
-    return new FileWorkerIdSource(context.dataDir, { workerId: context.workerId, logger: context.logger });
+    return new FileWorkerIdSource(context.dataDir, {
+      workerId: context.workerId,
+      logger: context.logger,
+      maxWorkerId: context.maxWorkerId,
+    });
   const host = config.advertiseHost ?? detectIpv4();
   if (host === undefined)
     throw new FrondError(

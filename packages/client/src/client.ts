@@ -23,7 +23,7 @@ export interface FrondClient<Id> {
   snowflake(): Promise<Id>;
   /** `count` (1 to 1,000,000) snowflake IDs. */
   snowflakes(count: number): Promise<Id[]>;
-  /** Time, worker and sequence of a snowflake ID, computed locally with the client's `epoch`. */
+  /** Time, worker and sequence of a snowflake ID, computed locally with the client's `snowflakeLayout`, `timeUnitMs` and `epoch`. */
   decodeSnowflake(id: bigint | string | number): SnowflakeParts;
   /** The buffers' state: for tests, dashboards and tuning. */
   state(): ClientState;
@@ -157,7 +157,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   }
 
   decodeSnowflake(id: bigint | string | number): SnowflakeParts {
-    return decodeSnowflake(id, this.options.epoch);
+    return decodeSnowflake(id, this.options.layout);
   }
 
   state(): ClientState {

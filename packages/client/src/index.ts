@@ -11,4 +11,12 @@ export {
 export type { BufferState } from './id-buffer.js';
 export type { IdOf, IdType } from './id-type.js';
 export { type ClientOptions, DEFAULTS } from './options.js';
-export { decodeSnowflake, LEAF_EPOCH, type SnowflakeParts } from './snowflake.js';
+export {
+  decodeSnowflake,
+  LEAF_EPOCH,
+  LEAF_LAYOUT_BITS,
+  type SnowflakeLayout,
+  type SnowflakeLayoutOptions,
+  type SnowflakeParts,
+  snowflakeLayout,
+} from './snowflake.js';

@@ -1,6 +1,6 @@
 import { FrondClientError } from './errors.js';
 import type { IdType } from './id-type.js';
-import { LEAF_EPOCH } from './snowflake.js';
+import { LEAF_EPOCH, LEAF_LAYOUT_BITS, type SnowflakeLayout, snowflakeLayout } from './snowflake.js';
 
 /** Options of `createClient`. Only `urls` is required; every duration is in milliseconds. */
 export interface ClientOptions<T extends IdType = 'bigint'> {
@@ -31,6 +31,13 @@ export interface ClientOptions<T extends IdType = 'bigint'> {
   snowflakeMaxAgeMs?: number;
   /** The epoch of `decodeSnowflake`; must match the servers' `--epoch`. Default Leaf's, 1288834974657. */
   epoch?: number;
+  /**
+   * The bits of `decodeSnowflake`, `TIME+WORKER+SEQUENCE`; must match the servers'
+   * `--snowflake-layout`. Default Leaf's, `41+10+12`.
+   */
+  snowflakeLayout?: string;
+  /** The time unit of `decodeSnowflake`, in ms; must match the servers' `--time-unit-ms`. Default 1. */
+  timeUnitMs?: number;
   /** Extra request headers (an API gateway's token, say). */
   headers?: Readonly<Record<string, string>>;
   /** Defaults to the global `fetch`; tests and custom agents inject their own. */
@@ -59,6 +66,8 @@ export const DEFAULTS = {
   batchTargetMs: 1_000,
   snowflakeMaxAgeMs: 1_000,
   epoch: LEAF_EPOCH,
+  snowflakeLayout: LEAF_LAYOUT_BITS,
+  timeUnitMs: 1,
 } as const;
 
 export interface ResolvedOptions {
@@ -74,6 +83,8 @@ export interface ResolvedOptions {
   batchTargetMs: number;
   snowflakeMaxAgeMs: number;
   epoch: number;
+  /** `snowflakeLayout`, `timeUnitMs` and `epoch`, checked. */
+  layout: SnowflakeLayout;
   headers: Record<string, string>;
   fetch: typeof globalThis.fetch;
   now: () => number;
@@ -97,6 +108,12 @@ export function resolveOptions(options: ClientOptions<IdType>): ResolvedOptions 
       throw invalid(`${key} ${String(value)} is out of range: use an integer from ${min} to ${max}`);
     return value;
   };
+  const epoch = int('epoch', 0, Number.MAX_SAFE_INTEGER);
+  const layout = snowflakeLayout({
+    snowflakeLayout: options.snowflakeLayout ?? DEFAULTS.snowflakeLayout,
+    timeUnitMs: int('timeUnitMs', 1, 1000),
+    epoch,
+  });
   const fetch = options.fetch ?? globalThis.fetch;
   if (typeof fetch !== 'function') throw invalid('no fetch: Node.js 18 or later has a global one');
   const resolved: ResolvedOptions = {
@@ -111,7 +128,8 @@ export function resolveOptions(options: ClientOptions<IdType>): ResolvedOptions 
     maxBatchSize: int('maxBatchSize', 1, SERVER_MAX_RANGE_COUNT),
     batchTargetMs: int('batchTargetMs', 1, 3_600_000),
     snowflakeMaxAgeMs: int('snowflakeMaxAgeMs', 0, 3_600_000),
-    epoch: int('epoch', 0, Number.MAX_SAFE_INTEGER),
+    epoch,
+    layout,
     headers: { accept: 'application/json', ...options.headers },
     fetch,
     now: options.now ?? Date.now,

@@ -109,6 +109,11 @@ export function mergeStats(
             backwardsEvents: flakes.reduce((sum, flake) => sum + flake.backwardsEvents, 0),
             lastTimestamp: Math.max(...flakes.map((flake) => flake.lastTimestamp)),
             clockOffsetMs: Math.min(...flakes.map((flake) => flake.clockOffsetMs)),
+            // One layout for every process of the node; the least time left, as the clock offset.
+            layout: {
+              ...first.layout,
+              timeLeftSeconds: Math.min(...flakes.map((flake) => flake.layout.timeLeftSeconds)),
+            },
           },
     processes: snapshots.length,
   };

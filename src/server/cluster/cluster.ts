@@ -35,13 +35,14 @@ export function planWorkerIds(
   workerId: number | undefined,
   count: number,
   random: (min: number, max: number) => number = randomInt,
+  maxWorkerId: number = MAX_WORKER_ID,
 ): number[] {
   if (workerId !== undefined) {
     const last = workerId + count - 1;
-    if (last > MAX_WORKER_ID) {
+    if (last > maxWorkerId) {
       throw new FrondError(
         'INVALID_CONFIG',
-        `--worker-id ${workerId} with --workers ${count} gives worker IDs up to ${last}, above ${MAX_WORKER_ID}; use --worker-id ${MAX_WORKER_ID + 1 - count} or lower`,
+        `--worker-id ${workerId} with --workers ${count} gives worker IDs up to ${last}, above ${maxWorkerId}; use --worker-id ${maxWorkerId + 1 - count} or lower`,
       );
     }
     return Array.from({ length: count }, (_, i) => workerId + i);
@@ -60,8 +61,8 @@ export function planWorkerIds(
   });
   return stored.map((id) => {
     if (id !== undefined) return id;
-    let pick = random(0, MAX_WORKER_ID + 1);
-    while (used.has(pick)) pick = random(0, MAX_WORKER_ID + 1);
+    let pick = random(0, maxWorkerId + 1);
+    while (used.has(pick)) pick = random(0, maxWorkerId + 1);
     used.add(pick);
     return pick;
   });
@@ -161,7 +162,7 @@ export async function runPrimary(config: ServeConfig, count: number, logger: Log
     // With a coordinator, each worker claims its own worker ID from it.
     const workerIds =
       config.snowflake && coordinator === undefined
-        ? planWorkerIds(config.dataDir, config.workerId, count)
+        ? planWorkerIds(config.dataDir, config.workerId, count, randomInt, config.layout.maxWorkerId)
         : [];
     return await supervise(config, count, workerIds, logger);
   } finally {

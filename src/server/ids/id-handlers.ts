@@ -13,8 +13,8 @@ import { idModes } from './id-modes.js';
 import { createLeafHandlers, type LeafHandlers } from './leaf-handlers.js';
 import { createV1Handlers, type V1Handlers } from './v1-handlers.js';
 
-/** `epoch` (`--epoch`) decodes IDs, also when snowflake mode is off. */
-export interface IdHandlerDeps extends Pick<SnowflakeConfig, 'epoch'> {
+/** `layout` (`--snowflake-layout`, `--time-unit-ms`, `--epoch`) decodes IDs, also when snowflake mode is off. */
+export interface IdHandlerDeps extends Pick<SnowflakeConfig, 'layout'> {
   /** Absent when segment mode is off (`--no-segment`); its store also answers the admin API and `/db`. */
   segment: SegmentAllocator<CataloguedStore> | undefined;
   /** Absent when snowflake mode is off (`--no-snowflake`). */
@@ -45,12 +45,12 @@ export function createIdHandlers(
   reportError: (res: ServerResponse, error: unknown) => void,
   reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
 ): IdHandlers {
-  const { segment, snowflake, epoch, opaque } = deps;
+  const { segment, snowflake, layout, opaque } = deps;
   const modes = idModes(segment && new TagIssuer(segment, opaque), snowflake);
   const now = deps.now ?? (() => Date.now());
   return {
-    ...createLeafHandlers({ segment, epoch, now }, modes, reportLeafError),
-    ...createV1Handlers(epoch, modes, reportError),
+    ...createLeafHandlers({ segment, layout, now }, modes, reportLeafError),
+    ...createV1Handlers(layout, modes, reportError),
     health: healthHandler(deps),
   };
 }
@@ -75,7 +75,13 @@ function healthHandler(deps: IdHandlerDeps): RouteHandler {
           }
         : null,
       snowflake: snowflake
-        ? { workerId: snowflake.workerId, epoch: snowflake.epoch, available: snowflake.available }
+        ? {
+            workerId: snowflake.workerId,
+            epoch: snowflake.epoch,
+            layout: snowflake.layout.bits,
+            timeUnitMs: snowflake.layout.timeUnitMs,
+            available: snowflake.available,
+          }
         : null,
     });
   };

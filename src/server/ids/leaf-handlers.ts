@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
 import { sendHtml, sendText } from '../http/responses.js';
@@ -29,8 +30,8 @@ export interface LeafHandlers {
 export interface LeafHandlerDeps {
   /** Absent when segment mode is off: `/cache` and `/db` then fail as Leaf's did. */
   segment: SegmentAllocator<CataloguedStore> | undefined;
-  /** The epoch `/decodeSnowflakeId` decodes with. */
-  epoch: number;
+  /** The layout `/decodeSnowflakeId` decodes with: bits, time unit and epoch. */
+  layout: SnowflakeLayout;
   /** The time a built `/cache` or `/db` page is kept by. */
   now: () => number;
 }
@@ -41,7 +42,7 @@ export function createLeafHandlers(
   modes: IdModes,
   reportLeafError: (req: IncomingMessage, res: ServerResponse, error: unknown, kind: LeafErrorKind) => void,
 ): LeafHandlers {
-  const { segment, epoch, now } = deps;
+  const { segment, layout, now } = deps;
   const { needSegment, needSnowflake } = modes;
   const leafFail = (req: IncomingMessage, res: ServerResponse, kind: LeafErrorKind) => (error: unknown) =>
     reportLeafError(req, res, error, kind);
@@ -79,7 +80,7 @@ export function createLeafHandlers(
       const id = javaParseLong(text);
       // Leaf answers 200 with errorMsg for what Long.parseLong refuses; clients may rely on it.
       const body = JSON.stringify(
-        id === undefined ? { errorMsg: LEAF_DECODE_ERROR } : leafDecodeBody(id, epoch),
+        id === undefined ? { errorMsg: LEAF_DECODE_ERROR } : leafDecodeBody(id, layout),
       );
       res.writeHead(200, { 'content-type': LEAF_JSON_TYPE, 'content-length': Buffer.byteLength(body) });
       res.end(body);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { FrondError } from '../../core/errors.js';
 import type { IdRun } from '../../core/segment-buffer.js';
-import { decomposeSnowflake, parseSnowflakeId } from '../../core/snowflake-layout.js';
+import { parseSnowflakeId, type SnowflakeLayout } from '../../core/snowflake-layout.js';
 import { decodeTagPath } from '../../core/tag.js';
 import { sendJson, sendJsonBytes } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
@@ -25,9 +25,9 @@ export interface V1Handlers {
   v1Decode: RouteHandler;
 }
 
-/** `epoch` is the one `/v1/snowflake/decode` decodes with, also when snowflake mode is off. */
+/** `layout` is the one `/v1/snowflake/decode` decodes with, also when snowflake mode is off. */
 export function createV1Handlers(
-  epoch: number,
+  layout: SnowflakeLayout,
   modes: IdModes,
   reportError: (res: ServerResponse, error: unknown) => void,
 ): V1Handlers {
@@ -59,7 +59,7 @@ export function createV1Handlers(
 
     v1Decode(_req, res, text) {
       const id = parseSnowflakeId(text);
-      const parts = decomposeSnowflake(id, epoch);
+      const parts = layout.decompose(id);
       sendJson(res, 200, {
         id: id.toString(),
         timestamp: parts.timestamp,

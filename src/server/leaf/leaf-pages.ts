@@ -1,4 +1,5 @@
 import type { SegmentBufferState } from '../../core/segment-buffer.js';
+import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { TagRow } from '../../core/tag-catalogue.js';
 import { PageChunks } from './sliced-page.js';
 
@@ -175,12 +176,14 @@ function unicodeDigitValue(ch: string): number | undefined {
  * Leaf's decode answer, field by field as LeafMonitorController.decodeSnowflakeId computes it with
  * Java longs (arithmetic shifts, so negative IDs decode too), in the order its HashMap serializes:
  * `workerId`, `sequenceId`, `timestamp`. The time is `<ms>(yyyy-MM-dd HH:mm:ss.SSS)` in the
- * server's zone (Leaf's SimpleDateFormat).
+ * server's zone (Leaf's SimpleDateFormat). Leaf shifts by 22 and 12 and adds ms; here by the
+ * layout's shifts, its units counted in ms (the same for Leaf's 41+10+12 in ms).
  */
-export function leafDecodeBody(id: bigint, epoch: number): Record<string, string> {
-  const timestamp = (id >> 22n) + BigInt(epoch);
-  const workerId = (id >> 12n) ^ ((id >> 22n) << 10n);
-  const sequence = id ^ ((id >> 12n) << 12n);
+export function leafDecodeBody(id: bigint, layout: SnowflakeLayout): Record<string, string> {
+  const { timeShift, workerShift } = layout;
+  const timestamp = (id >> timeShift) * BigInt(layout.timeUnitMs) + BigInt(layout.epoch);
+  const workerId = (id >> workerShift) ^ ((id >> timeShift) << BigInt(layout.workerBits));
+  const sequence = id ^ ((id >> workerShift) << workerShift);
   const d = new Date(Number(timestamp));
   const time = `${localDateTime(d)}.${pad(d.getMilliseconds(), 3)}`;
   return {

@@ -25,6 +25,8 @@ function duration(s) {
   return s >= 86400 ? fmt1.format(s / 86400) + ' d' : s >= 3600 ? fmt1.format(s / 3600) + ' h'
     : s >= 60 ? fmt1.format(s / 60) + ' min' : fmt1.format(s) + ' s';
 }
+// Time left in the snowflake time bits: days under a year, else years.
+function years(s) { return s < 0 ? 'none' : s < 365 * 86400 ? fmt.format(Math.floor(s / 86400)) + ' d' : fmt1.format(s / (365.25 * 86400)) + ' y'; }
 function ms(v) { return v >= 100 ? fmt.format(Math.round(v)) : v >= 1 ? v.toFixed(1) : v.toFixed(2); }
 function runway(s) {
   if (s === null) return '<span class="muted">idle</span>';
@@ -97,7 +99,9 @@ function draw(stats) {
   const readiness = stats.readiness || { ready: true, checks: {} };
   const failing = Object.entries(readiness.checks).filter(([, c]) => !c.ok).map(([name, c]) => name + ': ' + c.detail);
   set('ready', readiness.ready ? 'ready' : 'not ready', readiness.ready ? 'ok' : 'bad');
-  sub('readySub', failing.length ? failing.join('; ') : 'checks pass: ' + Object.keys(readiness.checks).join(', '));
+  const warnings = readiness.warnings || [];
+  sub('readySub', (failing.length ? failing.join('; ') : 'checks pass: ' + Object.keys(readiness.checks).join(', '))
+    + (warnings.length ? '; warning: ' + warnings.join('; ') : ''));
   const store = stats.store;
   // Why the store is unreachable: its last error, less the URL shown just above it.
   const storeError = store && !store.reachable && store.error;
@@ -137,8 +141,15 @@ function draw(stats) {
   sub('tagSub', fmt.format(loaded) + ' loaded' + (failingTags ? ', ' + failingTags + ' failing' : ''));
   const flake = stats.snowflake;
   set('workerId', flake ? esc((flake.workerIds || [flake.workerId]).join(', ')) : 'off', flake ? '' : 'muted');
+  // The layout the worker IDs and the time are read with; how long its time bits have left.
+  const lay = flake && flake.layout;
+  sub('workerIdSub', lay ? 'layout ' + lay.bits + (lay.timeUnitMs === 1 ? '' : ' in ' + fmt.format(lay.timeUnitMs) + ' ms units')
+    + ', IDs 0–' + fmt.format(lay.maxWorkerId) : 'snowflake mode is off');
+  sub('clockSub', lay ? 'time bits until ' + iso(lay.endsAt).slice(0, 10) + ' (' + years(lay.timeLeftSeconds) + ' left)' : '');
+  const timeWarning = (readiness.warnings || []).length > 0;
   if (!flake) set('clock', '–', 'muted');
   else if (flake.clockOffsetMs < 0) set('clock', 'behind ' + fmt.format(-flake.clockOffsetMs) + ' ms', 'bad');
+  else if (timeWarning) set('clock', 'ok <small class="bad">(time bits run out in ' + years(lay.timeLeftSeconds) + ')</small>', 'ok');
   else set('clock', 'ok' + (flake.backwardsEvents ? ' <small class="bad">(' + flake.backwardsEvents + ' steps back)</small>' : ''), 'ok');
   set('version', esc(stats.version));
   sub('versionSub', 'Node.js ' + stats.nodeVersion);

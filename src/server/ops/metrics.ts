@@ -155,6 +155,33 @@ export class Metrics implements RequestObserver, CoreObserver {
       registers,
     }).set({ version: FROND_VERSION, node: process.versions.node }, 1);
     new Gauge({
+      name: 'frond_snowflake_time_left_seconds',
+      help: 'Seconds until the snowflake time bits run out (--snowflake-layout, --time-unit-ms, --epoch); /readyz warns under 3 years, a start refuses under 1 (absent when snowflake mode is off)',
+      // With --workers every process has the same layout: the least left, not a sum.
+      aggregator: 'min',
+      registers,
+      collect() {
+        this.reset();
+        const snowflake = stats.snapshot({ tags: [] }).snowflake;
+        if (snowflake) this.set(snowflake.layout.timeLeftSeconds);
+      },
+    });
+    new Gauge({
+      name: 'frond_snowflake_layout_info',
+      help: 'Always 1; the labels say the snowflake layout: bits (time+worker+sequence), time unit in ms, epoch in ms',
+      labelNames: ['bits', 'time_unit_ms', 'epoch'],
+      aggregator: 'max',
+      registers,
+      collect() {
+        this.reset();
+        const snowflake = stats.snapshot({ tags: [] }).snowflake;
+        if (snowflake) {
+          const { bits, timeUnitMs, epoch } = snowflake.layout;
+          this.set({ bits, time_unit_ms: String(timeUnitMs), epoch: String(epoch) }, 1);
+        }
+      },
+    });
+    new Gauge({
       name: 'frond_snowflake_worker_id',
       help: 'Snowflake worker ID held by this node (absent when snowflake mode is off; with --workers, one per process, label worker)',
       labelNames: ['worker'],

@@ -9,6 +9,11 @@ export interface Readiness {
   ready: boolean;
   /** Each condition with whether it holds and why, for the operator reading `/readyz`. */
   checks: Record<string, { ok: boolean; detail: string }>;
+  /**
+   * What needs an operator soon but does not stop the node serving (so `ready` stays true): the
+   * snowflake time bits with under three years left. Empty when all is well.
+   */
+  warnings: string[];
 }
 
 /**
@@ -23,6 +28,7 @@ export function readiness(
   declaration?: OpaqueDeclaration,
 ): Readiness {
   const checks: Readiness['checks'] = {};
+  const warnings: string[] = [];
   if (opaque) {
     // Never the secret: its fingerprint, to compare across nodes (all must show the same).
     const fingerprint = opaque.fingerprint;
@@ -42,6 +48,8 @@ export function readiness(
       ok,
       detail: ok ? `worker ID ${snowflake.workerId}` : 'worker ID lease lost; claiming a new one',
     };
+    const timeLeft = snowflake.timeLeftWarning();
+    if (timeLeft !== undefined) warnings.push(timeLeft);
   }
   if (segment) {
     const reachable = segment.storeReachable;
@@ -60,5 +68,5 @@ export function readiness(
             : 'store unreachable and nothing buffered',
     };
   }
-  return { ready: Object.values(checks).every((check) => check.ok), checks };
+  return { ready: Object.values(checks).every((check) => check.ok), checks, warnings };
 }

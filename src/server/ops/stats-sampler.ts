@@ -4,7 +4,13 @@ import type { SegmentBuffer } from '../../core/segment-buffer.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import type { RequestTotals } from './request-window.js';
 import { StatsHistory } from './stats-history.js';
-import { DEFAULT_STATS_TAGS, type StatsQuery, type StatsSnapshot, tagStats } from './stats-snapshot.js';
+import {
+  DEFAULT_STATS_TAGS,
+  layoutStats,
+  type StatsQuery,
+  type StatsSnapshot,
+  tagStats,
+} from './stats-snapshot.js';
 import { addToOther, DEFAULT_METRICS_TAGS, emptyOther, TagLabels, type TagMetrics } from './tag-labels.js';
 import { busier, idleTrack, newTrack, recordIssued, type Track } from './tag-track.js';
 import { TopK } from './top-k.js';
@@ -200,6 +206,7 @@ export class StatsSampler {
             lastTimestamp: snowflake.lastTimestamp,
             // Positive: the clock is ahead of the last timestamp used, as it should be.
             clockOffsetMs: now - snowflake.lastTimestamp,
+            layout: layoutStats(snowflake.layout, now),
           }
         : null,
     };

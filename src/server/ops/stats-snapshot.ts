@@ -1,4 +1,5 @@
 import type { Range, SegmentBufferState, SegmentSlot } from '../../core/segment-buffer.js';
+import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { RequestRates } from './request-window.js';
 
 /** One second of history: IDs handed out in it, by mode. */
@@ -65,7 +66,39 @@ export interface StatsSnapshot {
     backwardsEvents: number;
     lastTimestamp: number;
     clockOffsetMs: number;
+    layout: LayoutStats;
   } | null;
+}
+
+/** The snowflake layout as `/v1/stats` shows it, and how long its time bits have left. */
+export interface LayoutStats {
+  /** `41+10+12`: bits of time, worker ID and sequence. */
+  bits: string;
+  timeBits: number;
+  workerBits: number;
+  sequenceBits: number;
+  timeUnitMs: number;
+  epoch: number;
+  maxWorkerId: number;
+  /** ms since 1970 when the time bits run out. */
+  endsAt: number;
+  /** Seconds until then, by the node's clock. */
+  timeLeftSeconds: number;
+}
+
+export function layoutStats(layout: SnowflakeLayout, now: number): LayoutStats {
+  const { bits, timeBits, workerBits, sequenceBits, timeUnitMs, epoch, maxWorkerId, endsAt } = layout;
+  return {
+    bits,
+    timeBits,
+    workerBits,
+    sequenceBits,
+    timeUnitMs,
+    epoch,
+    maxWorkerId,
+    endsAt,
+    timeLeftSeconds: layout.timeLeftMs(now) / 1000,
+  };
 }
 
 /** Which tags `/v1/stats` lists: the `limit` busiest, or the named ones. */

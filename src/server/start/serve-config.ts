@@ -1,4 +1,5 @@
 import type { SliceOf } from '../../core/option-entry.js';
+import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { CoordinatorConfig } from '../../worker-ids/worker-id-registry.js';
 import type { ClusterLink } from '../cluster/worker-link.js';
 import type { DeclaredOpaqueTag } from '../opaque/opaque-config.js';
@@ -44,6 +45,12 @@ export type SegmentConfig = Omit<Slice<'segment'>, 'store' | 'opaqueTags'> & {
 
 /** What snowflake mode starts with (`snowflake-mode.ts`). */
 export type SnowflakeConfig = Slice<'snowflake'> & {
+  /**
+   * `--snowflake-layout`, `--time-unit-ms` and `--epoch` as one value, checked: IDs are made and
+   * decoded with it (the decode routes also with snowflake mode off). `workerId` fits its worker
+   * bits; with `--worker-id-ordinal` it is the hostname's ordinal (plus the offset).
+   */
+  layout: SnowflakeLayout;
   /**
    * ZooKeeper or etcd hands out worker IDs: the coordinator's settings (`--zk`, `--etcd`, `--name`,
    * …) checked together; undefined: the data dir's file, or snowflake mode is off.

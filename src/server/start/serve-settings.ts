@@ -2,7 +2,13 @@ import { LOG_FORMATS, LOG_LEVELS } from '../../core/logger.js';
 import { boolean, integer, list, type OptionEntry, oneOf, string } from '../../core/option-entry.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS } from '../../core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../../core/segment-step.js';
-import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import {
+  type LayoutNames,
+  layoutOf,
+  MAX_ANY_WORKER_ID,
+  MAX_TIME_UNIT_MS,
+  type SnowflakeLayout,
+} from '../../core/snowflake-layout.js';
 import { DEFAULT_SNOWFLAKE_OPTIONS } from '../../core/snowflake-service.js';
 import { MAX_TABLE_STEP } from '../../core/tag.js';
 import { DEFAULT_FENCE_SKIP } from '../../stores/segment-primitive.js';
@@ -54,16 +60,38 @@ export const STORE_OPTIONS = [
   }),
 ] as const;
 
-/** `--worker-id`; with a coordinator's setting, where snowflake mode takes its worker ID from. */
+/**
+ * `--worker-id`; with a coordinator's setting, where snowflake mode takes its worker ID from. Its
+ * bound here is the widest layout's; `serve-config.ts` checks it against the layout's worker bits.
+ */
 export const WORKER_ID = integer({
   name: 'workerId',
   slice: 'snowflake',
   flag: 'worker-id',
   default: undefined,
   min: 0,
-  max: MAX_WORKER_ID,
+  max: MAX_ANY_WORKER_ID,
   describedDefault: 'kept in the data dir (random on first start)',
-  help: 'snowflake worker ID',
+  help: "snowflake worker ID, up to 2^worker bits − 1 (1023 in Leaf's layout)",
+});
+
+/** A StatefulSet pod's ordinal as the worker ID, with no coordinator (`serve-config.ts` reads the hostname). */
+export const WORKER_ID_ORDINAL = boolean({
+  name: 'workerIdOrdinal',
+  slice: 'snowflake',
+  flag: 'worker-id-ordinal',
+  default: false,
+  help: "the worker ID is the number ending the hostname (`HOSTNAME`, else the system's): StatefulSet pod `frond-3` is 3, plus `--worker-id-offset`; see [docs/worker-ids.md](docs/worker-ids.md#statefulset-ordinals)",
+});
+
+export const WORKER_ID_OFFSET = integer({
+  name: 'workerIdOffset',
+  slice: 'snowflake',
+  flag: 'worker-id-offset',
+  default: 0,
+  min: 0,
+  max: MAX_ANY_WORKER_ID,
+  help: 'added to the ordinal of `--worker-id-ordinal` (a second StatefulSet sharing the worker IDs starts above the first)',
 });
 
 /** Shared by `serve` and `decode`: the IDs of a node decode with the epoch it was started with. */
@@ -71,13 +99,53 @@ export const EPOCH = integer({
   name: 'epoch',
   slice: 'snowflake',
   flag: 'epoch',
-  default: DEFAULT_SNOWFLAKE_OPTIONS.epoch,
+  default: DEFAULT_SNOWFLAKE_OPTIONS.layout.epoch,
   min: 0,
   max: 'now',
   unit: 'ms',
   placeholder: 'MS',
   help: "snowflake epoch in ms since 1970 (Leaf's); also used to decode",
 });
+
+/** Shared by `serve` and `decode`, as the epoch: with `TIME_UNIT_MS` and `EPOCH`, the layout. */
+export const SNOWFLAKE_LAYOUT = string({
+  name: 'snowflakeLayout',
+  slice: 'snowflake',
+  flag: 'snowflake-layout',
+  default: DEFAULT_SNOWFLAKE_OPTIONS.layout.bits,
+  placeholder: 'T+W+S',
+  help: "snowflake bits of time, worker ID and sequence, summing to 63 (Leaf's `41+10+12`; Sonyflake-like `39+16+8`); also used to decode; see [docs/snowflake-layouts.md](docs/snowflake-layouts.md)",
+});
+
+export const TIME_UNIT_MS = integer({
+  name: 'timeUnitMs',
+  slice: 'snowflake',
+  flag: 'time-unit-ms',
+  default: DEFAULT_SNOWFLAKE_OPTIONS.layout.timeUnitMs,
+  min: 1,
+  max: MAX_TIME_UNIT_MS,
+  unit: 'ms',
+  help: "what one step of the snowflake time bits is (Leaf's 1 ms; 10 as Sonyflake; 1000 for seconds); also used to decode",
+});
+
+/** The layout's settings, in the order `serve` and `decode` list them. */
+export const LAYOUT_OPTIONS = [EPOCH, SNOWFLAKE_LAYOUT, TIME_UNIT_MS] as const;
+
+/** What a refused layout's message calls its parts: their flags. */
+export const LAYOUT_FLAGS: LayoutNames = {
+  bits: `--${SNOWFLAKE_LAYOUT.flag}`,
+  unit: `--${TIME_UNIT_MS.flag}`,
+  epoch: `--${EPOCH.flag}`,
+};
+
+/** The layout of parsed settings (`serve`'s or `decode`'s), refused in one line if it cannot work. */
+export function layoutSetting(settings: {
+  snowflakeLayout: string;
+  timeUnitMs: number;
+  epoch: number;
+}): SnowflakeLayout {
+  return layoutOf(settings.snowflakeLayout, settings.timeUnitMs, settings.epoch, LAYOUT_FLAGS);
+}
 
 /**
  * Every setting the server reads, in the order of `frond serve --help` and docs/configuration.md's table; the CLI adds
@@ -115,6 +183,8 @@ export const SERVE_SETTINGS = [
   }),
   ...STORE_OPTIONS,
   WORKER_ID,
+  WORKER_ID_ORDINAL,
+  WORKER_ID_OFFSET,
   ...COORDINATOR_OPTIONS,
   boolean({
     name: 'segment',
@@ -134,14 +204,14 @@ export const SERVE_SETTINGS = [
     describedDefault: 'snowflake mode on',
     help: 'switch snowflake mode off',
   }),
-  EPOCH,
+  ...LAYOUT_OPTIONS,
   boolean({
     name: 'randomSequence',
     slice: 'snowflake',
     flag: 'no-random-sequence',
     default: DEFAULT_SNOWFLAKE_OPTIONS.randomSequence,
     describedDefault: 'random start on',
-    help: "start each millisecond's sequence at 0 instead of a random 0–99",
+    help: "start each millisecond's (time unit's) sequence at 0 instead of a random 0–99",
   }),
   integer({
     name: 'segmentWaitMs',

@@ -19,6 +19,7 @@ export async function openSnowflakeMode(
     openWorkerIdSource(config.coordinator, {
       dataDir: config.dataDir,
       workerId: config.workerId,
+      maxWorkerId: config.layout.maxWorkerId,
       httpPort: config.port,
       recordAheadMs: DEFAULT_SNOWFLAKE_OPTIONS.recordAheadMs,
       clock,
@@ -28,7 +29,7 @@ export async function openSnowflakeMode(
     logger,
     {
       ...DEFAULT_SNOWFLAKE_OPTIONS,
-      epoch: config.epoch,
+      layout: config.layout,
       randomSequence: config.randomSequence,
       clockToleranceMs: config.clockToleranceMs,
       clockStartupWaitMs: config.clockStartupWaitMs,

@@ -46,7 +46,7 @@ export async function startServer(
         segment: segment?.allocator,
         snowflake,
         opaque: segment?.opaque,
-        epoch: config.epoch,
+        layout: config.layout,
         logger,
         // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
         now: () => clock.now(),

@@ -24,6 +24,7 @@ export const etcdBackend: CoordinatorBackend<'etcd'> = {
       identity: `${identity.host}:${identity.port}`,
       ttlMs: config.workerLeaseTtlMs,
       timeoutMs: config.coordinatorTimeoutMs,
+      maxWorkerId: context.maxWorkerId,
     });
     return leaseSource(backend, config, context, () => performance.now());
   },

@@ -1,5 +1,6 @@
 import { Etcd3, EtcdLeaseInvalidError, type Lease } from 'etcd3';
 import { describeError, FrondError } from '../../core/errors.js';
+import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerLease } from '../../core/worker-id-source.js';
 import { type LeaseBackend, LeaseLostError, type LeaseSession } from '../lease/lease-worker-id-source.js';
 import { workerIdCandidates } from '../lease/worker-id-candidates.js';
@@ -13,6 +14,8 @@ export interface EtcdLeaseOptions {
   /** etcd counts in whole seconds and has a floor of its own (1.5 s with default settings), so at least 2 s. */
   ttlMs: number;
   timeoutMs: number;
+  /** The layout's largest worker ID (2^worker bits − 1); Leaf's 1023 when absent. */
+  maxWorkerId?: number;
 }
 
 /** A claim attempt gives up after this many candidates taken by others meanwhile, and lists again. */
@@ -91,7 +94,8 @@ class EtcdLeaseSession implements LeaseSession {
     const lastTimestamps = new Map<number, number>();
     for (const [key, value] of Object.entries(workers))
       lastTimestamps.set(Number(key.slice(key.lastIndexOf('/') + 1)), Number(value));
-    const candidates = workerIdCandidates({ taken, lastTimestamps, preferred });
+    const maxWorkerId = this.options.maxWorkerId ?? MAX_WORKER_ID;
+    const candidates = workerIdCandidates({ taken, lastTimestamps, preferred, maxWorkerId });
     for (const id of candidates.slice(0, CLAIM_ATTEMPTS)) {
       const claim = this.claimKey(id);
       const result = await etcd(
@@ -124,7 +128,7 @@ class EtcdLeaseSession implements LeaseSession {
     throw new FrondError(
       'WORKER_ID_UNAVAILABLE',
       candidates.length === 0
-        ? `all 1024 worker IDs under ${this.prefix} are held by leases`
+        ? `all ${maxWorkerId + 1} worker IDs under ${this.prefix} are held by leases`
         : `worker IDs under ${this.prefix} were claimed by other nodes as fast as this one tried; retrying`,
     );
   }

@@ -2,7 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { assertWorkerId, MAX_WORKER_ID } from '../../core/snowflake-layout.js';
+import { MAX_WORKER_ID } from '../../core/snowflake-layout.js';
 import type { WorkerIdSource, WorkerLease } from '../../core/worker-id-source.js';
 import { fileFailure } from '../../platform/data-file.js';
 import { makeDirectory } from '../../platform/directory.js';
@@ -24,6 +24,8 @@ export interface FileWorkerIdSourceOptions {
   logger?: Logger | undefined;
   /** ms since 1970 at which this process started; files older than this are an earlier run's. */
   processStartedAt?: number;
+  /** The layout's largest worker ID (2^worker bits − 1); Leaf's 1023 when absent. */
+  maxWorkerId?: number;
 }
 
 /**
@@ -57,9 +59,16 @@ export class FileWorkerIdSource implements WorkerIdSource {
     const stored = await this.read();
     const configured = this.options.workerId;
     const random = this.options.random ?? Math.random;
-    this.workerId = assertWorkerId(
-      configured ?? stored?.workerId ?? Math.floor(random() * (MAX_WORKER_ID + 1)),
-    );
+    const max = this.options.maxWorkerId ?? MAX_WORKER_ID;
+    const workerId = configured ?? stored?.workerId ?? Math.floor(random() * (max + 1));
+    if (!Number.isInteger(workerId) || workerId < 0 || workerId > max)
+      throw new FrondError(
+        'INVALID_CONFIG',
+        configured === undefined
+          ? `${this.path} holds worker ID ${workerId}, past ${max}, the largest of the layout's worker bits: the file is from a node with wider worker bits; give --worker-id, or a layout with as many worker bits as before`
+          : `worker ID ${workerId} is out of range: use an integer from 0 to ${max}`,
+      );
+    this.workerId = workerId;
     if (configured === undefined && stored === undefined) await this.reportNewWorkerId();
     // The stored time is kept even when --worker-id changes: waiting for it is cheap, a repeat is not.
     const lastTimestamp = stored?.lastTimestamp ?? 0;

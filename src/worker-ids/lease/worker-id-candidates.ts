@@ -7,6 +7,8 @@ export interface CandidateInput {
   lastTimestamps: ReadonlyMap<number, number>;
   /** A node that lost its lease asks for its own worker ID back first. */
   preferred: number | undefined;
+  /** The layout's largest worker ID (2^worker bits − 1); Leaf's 1023 when absent. */
+  maxWorkerId?: number;
 }
 
 /**
@@ -15,8 +17,9 @@ export interface CandidateInput {
  * first, since the claimer waits until its clock passes that timestamp before issuing IDs.
  */
 export function workerIdCandidates(input: CandidateInput): number[] {
+  const max = input.maxWorkerId ?? MAX_WORKER_ID;
   const free: number[] = [];
-  for (let id = 0; id <= MAX_WORKER_ID; id++) if (!input.taken.has(id)) free.push(id);
+  for (let id = 0; id <= max; id++) if (!input.taken.has(id)) free.push(id);
   const never = free.filter((id) => !input.lastTimestamps.has(id));
   const used = free
     .filter((id) => input.lastTimestamps.has(id))
@@ -25,7 +28,6 @@ export function workerIdCandidates(input: CandidateInput): number[] {
     );
   const order = [...never, ...used];
   const preferred = input.preferred;
-  if (preferred === undefined || input.taken.has(preferred) || preferred < 0 || preferred > MAX_WORKER_ID)
-    return order;
+  if (preferred === undefined || input.taken.has(preferred) || preferred < 0 || preferred > max) return order;
   return [preferred, ...order.filter((id) => id !== preferred)];
 }

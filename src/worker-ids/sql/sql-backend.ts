@@ -57,6 +57,7 @@ export const sqlBackend: CoordinatorBackend<'workerLeaseStore'> = {
       identity: `${identity.host}:${identity.port}`,
       ttlMs: config.workerLeaseTtlMs,
       timeoutMs: config.coordinatorTimeoutMs,
+      maxWorkerId: context.maxWorkerId,
       logger: context.logger,
     });
     return leaseSource(backend, config, context, () => performance.now());

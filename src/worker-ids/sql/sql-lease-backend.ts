@@ -89,6 +89,8 @@ export interface SqlLeaseOptions {
   ttlMs: number;
   /** Bounds connecting and every statement (the generic source bounds them too). */
   timeoutMs: number;
+  /** The layout's largest worker ID (2^worker bits - 1): no claim goes past it. */
+  maxWorkerId?: number;
   logger?: Logger;
 }
 
@@ -145,7 +147,7 @@ export class SqlLeaseBackend implements LeaseBackend {
       holder: `${token} ${this.options.identity}`.slice(0, HOLDER_LENGTH),
       ttlMs: this.options.ttlMs,
     };
-    return new SqlLeaseSession(table, claimant, this.description);
+    return new SqlLeaseSession(table, claimant, this.description, this.options.maxWorkerId ?? MAX_WORKER_ID);
   }
 }
 
@@ -163,6 +165,7 @@ class SqlLeaseSession implements LeaseSession {
     private readonly table: LeaseTable,
     private readonly claimant: Claimant,
     private readonly description: string,
+    private readonly maxWorkerId: number,
   ) {
     this.ttlMs = claimant.ttlMs;
   }
@@ -176,7 +179,12 @@ class SqlLeaseSession implements LeaseSession {
       this.table.claim(this.claimant, (rows) => {
         const taken = new Set(rows.filter((row) => row.live).map((row) => row.workerId));
         const lastTimestamps = new Map(rows.map((row) => [row.workerId, row.lastTimestamp]));
-        const candidates = workerIdCandidates({ taken, lastTimestamps, preferred });
+        const candidates = workerIdCandidates({
+          taken,
+          lastTimestamps,
+          preferred,
+          maxWorkerId: this.maxWorkerId,
+        });
         free = candidates.length;
         // The name's lock keeps other claims out, so the first is free; a few more for rows
         // written by hand meanwhile.
@@ -187,7 +195,7 @@ class SqlLeaseSession implements LeaseSession {
       throw new FrondError(
         'WORKER_ID_UNAVAILABLE',
         free === 0
-          ? `all ${MAX_WORKER_ID + 1} worker IDs are held by live leases in ${this.description}`
+          ? `all ${this.maxWorkerId + 1} worker IDs are held by live leases in ${this.description}`
           : `${this.description}: the worker IDs that were free were claimed meanwhile; retrying`,
       );
     this.workerId = lease.workerId;

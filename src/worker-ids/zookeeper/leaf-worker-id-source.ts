@@ -56,6 +56,8 @@ export interface LeafZooKeeperOptions {
   leafTmpdir?: string | undefined;
   clock: Clock;
   logger: Logger;
+  /** The layout's largest worker ID (2^worker bits − 1); Leaf's 1023 when absent. */
+  maxWorkerId?: number;
 }
 
 /**
@@ -262,7 +264,8 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
     const existed = own !== undefined;
     // ZooKeeper numbers a child from the parent's cversion (children created and deleted so far)
     // and never reuses a number, so the next one is known before creating anything.
-    if (own === undefined && listed.stat.cversion > MAX_WORKER_ID)
+    const maxWorkerId = this.options.maxWorkerId ?? MAX_WORKER_ID;
+    if (own === undefined && listed.stat.cversion > maxWorkerId)
       throw this.exhausted(listed.stat.cversion, children.length);
     // Before anything is written: a refused node leaves neither a node nor a misleading report.
     if (this.options.maxClockSkewMs > 0) await this.compareClocks(client, children);
@@ -278,10 +281,10 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
       // Two starts of one identity at once create two nodes: both keep the lowest.
       children = (await client.getChildren(forever)).children;
       own = lowestOf(children, this.identity) ?? created;
-      if (own.node !== created.node || created.workerId > MAX_WORKER_ID)
+      if (own.node !== created.node || created.workerId > maxWorkerId)
         await client.remove(`${forever}/${created.node}`).catch(() => {});
     }
-    if (own.workerId > MAX_WORKER_ID) throw this.exhausted(own.workerId, children.length);
+    if (own.workerId > maxWorkerId) throw this.exhausted(own.workerId, children.length);
     if (await client.exists(`${this.paths.workers}/${own.workerId}`))
       throw new FrondError(
         'WORKER_ID_UNAVAILABLE',
@@ -402,7 +405,7 @@ export class ZooKeeperLeafWorkerIdSource implements WorkerIdSource {
   private exhausted(sequence: number, children: number): FrondError {
     return new FrondError(
       'WORKER_ID_UNAVAILABLE',
-      `${this.paths.forever} has handed out sequence numbers up to ${sequence - 1} (${children} nodes) and worker IDs end at ${MAX_WORKER_ID}; Leaf mode never reuses one, so ${this.identity} gets none: use --worker-lease, another --name, or stable --advertise addresses`,
+      `${this.paths.forever} has handed out sequence numbers up to ${sequence - 1} (${children} nodes) and worker IDs end at ${this.options.maxWorkerId ?? MAX_WORKER_ID}; Leaf mode never reuses one, so ${this.identity} gets none: use --worker-lease, another --name, or stable --advertise addresses`,
     );
   }
 

@@ -39,6 +39,7 @@ export const zookeeperBackend: CoordinatorBackend<'zk'> = {
         unreportedMarginMs: LEAF_REPORT_EVERY_MS + context.recordAheadMs,
         clock,
         logger,
+        maxWorkerId: context.maxWorkerId,
       });
     const backend = new ZooKeeperLeaseBackend({
       connect,
@@ -47,6 +48,7 @@ export const zookeeperBackend: CoordinatorBackend<'zk'> = {
       sessionTimeoutMs: config.workerLeaseTtlMs,
       timeoutMs: config.coordinatorTimeoutMs,
       clock,
+      maxWorkerId: context.maxWorkerId,
     });
     return leaseSource(backend, config, context, () => performance.now());
   },

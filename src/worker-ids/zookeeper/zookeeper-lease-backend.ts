@@ -17,6 +17,8 @@ export interface ZooKeeperLeaseOptions {
   sessionTimeoutMs: number;
   timeoutMs: number;
   clock: Clock;
+  /** The layout's largest worker ID (2^worker bits − 1); Leaf's 1023 when absent. */
+  maxWorkerId?: number;
 }
 
 /** A claim attempt gives up after this many candidates taken by others meanwhile, and lists again. */
@@ -91,8 +93,9 @@ class ZooKeeperLeaseSession implements LeaseSession {
     }
     const recorded = workers.children.map(Number).filter(Number.isInteger);
     const lastTimestamps = new Map<number, number>(recorded.map((id) => [id, 0]));
+    const maxWorkerId = this.options.maxWorkerId ?? MAX_WORKER_ID;
     let neverLeasedFree = false;
-    for (let id = 0; id <= MAX_WORKER_ID && !neverLeasedFree; id++)
+    for (let id = 0; id <= maxWorkerId && !neverLeasedFree; id++)
       neverLeasedFree = !taken.has(id) && !lastTimestamps.has(id);
     if (!neverLeasedFree) {
       // Every free worker ID was leased before: read their times to take the one that passed first.
@@ -102,7 +105,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
         lastTimestamps.set(id, records[i]?.record.timestamp ?? Number.MAX_SAFE_INTEGER);
       });
     }
-    const candidates = workerIdCandidates({ taken, lastTimestamps, preferred });
+    const candidates = workerIdCandidates({ taken, lastTimestamps, preferred, maxWorkerId });
     for (const id of candidates.slice(0, CLAIM_ATTEMPTS)) {
       try {
         await this.client.create(
@@ -120,7 +123,7 @@ class ZooKeeperLeaseSession implements LeaseSession {
     throw new FrondError(
       'WORKER_ID_UNAVAILABLE',
       candidates.length === 0
-        ? `all 1024 worker IDs under /snowflake/${this.options.name} are held (${claims.children.length} by leases, the rest by Leaf-mode nodes)`
+        ? `all ${maxWorkerId + 1} worker IDs under /snowflake/${this.options.name} are held (${claims.children.length} by leases, the rest by Leaf-mode nodes)`
         : `worker IDs under /snowflake/${this.options.name} were claimed by other nodes as fast as this one tried; retrying`,
     );
   }
