@@ -4,7 +4,13 @@ import { BufferedClient } from '../src/client.js';
 import { isFrondClientError } from '../src/errors.js';
 import { convertersFor, type IdType } from '../src/id-type.js';
 import { resolveOptions } from '../src/options.js';
-import { decodeSnowflake, LEAF_EPOCH } from '../src/snowflake.js';
+import {
+  decodeSnowflake,
+  LEAF_EPOCH,
+  LEAF_LAYOUT_BITS,
+  type SnowflakeLayoutOptions,
+  snowflakeLayout,
+} from '../src/snowflake.js';
 import { FakeSource, manualClock, turn } from './support/fake-source.js';
 
 const SNOWFLAKE = 2127473511642435588n;
@@ -35,6 +41,57 @@ describe('decodeSnowflake', () => {
       assert.throws(
         () => decodeSnowflake(bad),
         (error) => isFrondClientError(error, 'INVALID_ID'),
+      );
+    }
+  });
+});
+
+describe('decodeSnowflake in another layout', () => {
+  it("splits the servers' layout: 39+16+8 in 10 ms units, the time the first ms of its unit", () => {
+    const id = (1_234_567_890n << 24n) | (40_000n << 8n) | 200n;
+    const layout = { snowflakeLayout: '39+16+8', timeUnitMs: 10 };
+    const parts = decodeSnowflake(id, layout);
+    assert.equal(parts.timestamp, LEAF_EPOCH + 12_345_678_900);
+    assert.equal(parts.workerId, 40_000);
+    assert.equal(parts.sequence, 200);
+    assert.deepEqual(decodeSnowflake(id, snowflakeLayout(layout)), parts);
+    assert.equal(decodeSnowflake(id, { ...layout, epoch: 0 }).timestamp, 12_345_678_900);
+    // Through the client's options, as the servers' flags say them.
+    const client = new BufferedClient(
+      new FakeSource(),
+      convertersFor('bigint'),
+      resolveOptions({ urls: ['http://127.0.0.1:1'], ...layout }),
+    );
+    assert.deepEqual(client.decodeSnowflake(id), parts);
+    client.close();
+  });
+
+  it("keeps Leaf's 41+10+12 in ms by default, and a number as an epoch with Leaf's bits", () => {
+    const id = (123_456_789n << 22n) | (513n << 12n) | 4095n;
+    assert.deepEqual(decodeSnowflake(id, { snowflakeLayout: LEAF_LAYOUT_BITS }), decodeSnowflake(id));
+    assert.equal(decodeSnowflake(id, 0).timestamp, 123_456_789);
+  });
+
+  it('refuses a layout no server takes with INVALID_ARGUMENT, in decodeSnowflake and in createClient', () => {
+    const bad: SnowflakeLayoutOptions[] = [
+      { snowflakeLayout: '40+10+12' },
+      { snowflakeLayout: '41+22+0' },
+      { snowflakeLayout: '18+22+23' },
+      { snowflakeLayout: 'leaf' },
+      { timeUnitMs: 0 },
+      { timeUnitMs: 1001 },
+      { epoch: -1 },
+    ];
+    for (const layout of bad) {
+      assert.throws(
+        () => decodeSnowflake(1n, layout),
+        (error) => isFrondClientError(error, 'INVALID_ARGUMENT'),
+        JSON.stringify(layout),
+      );
+      assert.throws(
+        () => resolveOptions({ urls: ['http://127.0.0.1:1'], ...layout }),
+        (error) => isFrondClientError(error, 'INVALID_ARGUMENT'),
+        JSON.stringify(layout),
       );
     }
   });
