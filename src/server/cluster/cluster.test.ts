@@ -15,6 +15,16 @@ function dataDirWith(files: Record<number, string>): string {
 }
 
 describe('planWorkerIds', () => {
+  it('refuses more workers than the layout has worker IDs, and fills every one when they are as many', () => {
+    // One worker bit: IDs 0 and 1. A third worker drew at random for ever (a hang at start).
+    assert.throws(
+      () => planWorkerIds('/nowhere', undefined, 3, undefined, 1),
+      (error: Error) => /--workers 3 needs 3 worker IDs, and the layout has 2/.test(error.message),
+    );
+    // A draw that always lands on a taken ID still ends, on the free one.
+    assert.deepEqual(planWorkerIds('/nowhere', undefined, 2, () => 0, 1).sort(), [0, 1]);
+  });
+
   it('gives worker i the ID --worker-id + i, and refuses IDs past 1023', () => {
     assert.deepEqual(planWorkerIds('/nowhere', 1020, 4), [1020, 1021, 1022, 1023]);
     assert.throws(() => planWorkerIds('/nowhere', 1021, 4), { code: 'INVALID_CONFIG' });

@@ -47,6 +47,14 @@ export function planWorkerIds(
     }
     return Array.from({ length: count }, (_, i) => workerId + i);
   }
+  if (count > maxWorkerId + 1) {
+    // Drawing at random for more workers than there are worker IDs never ended (seen with one
+    // worker bit and --workers 3: a spin at 100% of a core, nothing printed, no port).
+    throw new FrondError(
+      'INVALID_CONFIG',
+      `--workers ${count} needs ${count} worker IDs, and the layout has ${maxWorkerId + 1} (0 to ${maxWorkerId}); use --workers ${maxWorkerId + 1} or fewer, or more worker bits in --snowflake-layout`,
+    );
+  }
   const stored = Array.from({ length: count }, (_, i) => storedWorkerId(workerDataDir(dataDir, i)));
   const used = new Set<number>();
   stored.forEach((id, i) => {
@@ -61,8 +69,11 @@ export function planWorkerIds(
   });
   return stored.map((id) => {
     if (id !== undefined) return id;
+    // At random, a bounded number of times; then the next free one up from a random start. Free
+    // ones remain: at most count - 1 are used (stored IDs past the bits are the worker's to refuse).
     let pick = random(0, maxWorkerId + 1);
-    while (used.has(pick)) pick = random(0, maxWorkerId + 1);
+    for (let tries = 0; used.has(pick) && tries < 64; tries++) pick = random(0, maxWorkerId + 1);
+    for (let step = 0; used.has(pick) && step <= maxWorkerId; step++) pick = (pick + 1) % (maxWorkerId + 1);
     used.add(pick);
     return pick;
   });
