@@ -386,3 +386,34 @@ describe('SnowflakeService in another layout', () => {
     await ending.close();
   });
 });
+
+describe('SnowflakeService: a lease lost and regained while the start waits for its clock', () => {
+  it('serves nothing on the lost worker ID: the regain heard during the wait is adopted first', async () => {
+    const clock = new ManualClock(T0);
+    // Worker 3, recorded 1.5 s ahead by its last holder: the start waits for the clock.
+    const inner = new MemoryWorkerSource(3, T0 + 1500);
+    let regained: ((lease: { workerId: number; lastTimestamp: number }) => void) | undefined;
+    const source = Object.assign(inner, {
+      valid: () => true,
+      onRegained(listener: (lease: { workerId: number; lastTimestamp: number }) => void) {
+        regained = listener;
+      },
+    });
+    const starting = start(clock, source);
+    // Mid-wait the lease source lost worker 3 and claimed worker 9 (what a cut longer than the TTL does).
+    await clock.advance(500);
+    assert.ok(regained, 'the start listens for a regain before it waits');
+    regained({ workerId: 9, lastTimestamp: T0 });
+    const service = await drive(clock, starting);
+    const ids: bigint[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const id = service.tryNext();
+      if (id !== undefined) ids.push(id);
+      if (i % 100 === 99) await clock.advance(1);
+    }
+    assert.ok(ids.length > 0, 'it serves again once worker 9 is adopted');
+    for (const id of ids)
+      assert.equal(decomposeSnowflake(id).workerId, 9, `an ID on the lost worker ID: ${id}`);
+    await service.close();
+  });
+});

@@ -113,6 +113,17 @@ export class SnowflakeService {
   ): Promise<SnowflakeService> {
     const layout = options.layout;
     const workerId = layout.assertWorkerId(lease.workerId);
+    // Listened for before any wait: a lease lost and claimed again while this start waits for its
+    // clock comes back as another worker ID (or the same one, used by another node meanwhile), and
+    // the record below then lands on that claim. Heard only after the start, the regain was missed
+    // and the generator began on the lost worker ID beside its new holder (75,693 IDs twice, on
+    // PostgreSQL and MariaDB leases). A regain heard meanwhile is adopted before the service serves.
+    let regainedMeanwhile: WorkerLease | undefined;
+    let onRegain: ((regained: WorkerLease) => void) | undefined;
+    source.onRegained?.((regained) => {
+      if (onRegain === undefined) regainedMeanwhile = regained;
+      else onRegain(regained);
+    });
     let now = clock.now();
     if (now < layout.epoch) {
       throw new FrondError(
@@ -169,7 +180,9 @@ export class SnowflakeService {
       recordedThrough,
     });
     const service = new SnowflakeService(generator, source, clock, logger, options, random, recordedThrough);
-    source.onRegained?.((regained) => service.regain(regained));
+    onRegain = (regained) => service.regain(regained);
+    // Stale at once, until the regained lease is adopted: no ID goes out on the lost worker ID.
+    if (regainedMeanwhile !== undefined) service.regain(regainedMeanwhile);
     service.scheduleRecord();
     logger.log('info', 'snowflake.started', {
       workerId,
