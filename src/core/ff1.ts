@@ -42,6 +42,19 @@ export class Ff1 {
   /** radix^u and radix^v as numbers, for the number path; undefined when they exceed what it can take. */
   private readonly fastU: number | undefined;
   private readonly fastV: number | undefined;
+  /** The largest A whose join A·radix^v + B stays below 2^53 (the number path's cheap join). */
+  private readonly safeHigh: number;
+  /**
+   * The CBC-MAC state every round's last Q block is XORed into: CIPH(P), chained through Q's
+   * blocks that hold only the tweak, then XORed with the tweak bytes and zeros of Q's last block.
+   * Only the round byte and NUM(half) differ between rounds and values.
+   */
+  private readonly state = new Uint8Array(BLOCK);
+  /** `state` repeated for a whole batch, and the chain each round is built in (grown, reused). */
+  private tiled = new Uint8Array(0);
+  /** The last 4 bytes of `state` as a big-endian word. */
+  private readonly tailWord: number;
+  private scratch = new Uint8Array(0);
 
   constructor(
     private readonly cipher: BlockCipher,
@@ -65,16 +78,34 @@ export class Ff1 {
     this.radixBig = BigInt(radix);
     this.modU = this.radixBig ** BigInt(this.u);
     this.modV = this.radixBig ** BigInt(this.v);
-    // The number path multiplies a half by 256 and adds a byte: exact while that stays below 2^53.
-    const fits = (m: number) => !options.bigIntsOnly && radix ** m * 256 + 256 <= Number.MAX_SAFE_INTEGER;
+    // The number path multiplies a remainder below radix^m by 256 and adds a byte: exact while
+    // that (and the quotient's product) stays below 2^53, so radix^m up to 2^44.
+    // It also needs the round byte and NUM(half) in Q's last block, and S within R (d <= 16):
+    // true of every frond domain (b = 4, d = 8 at most) whatever the tweak.
+    const fast = !options.bigIntsOnly && this.b + 1 <= BLOCK && this.d <= BLOCK;
+    const fits = (m: number) => fast && radix ** m <= 2 ** 44;
     this.fastU = fits(this.u) ? radix ** this.u : undefined;
     this.fastV = fits(this.v) ? radix ** this.v : undefined;
+    this.safeHigh = this.fastV === undefined ? -1 : Math.floor(2 ** 53 / this.fastV) - 1;
     const p = new Uint8Array(BLOCK);
     p.set([1, 2, 1, (radix >> 16) & 0xff, (radix >> 8) & 0xff, radix & 0xff, 10, this.u & 0xff]);
     writeUint32(p, 8, length);
     writeUint32(p, 12, tweak.length);
     this.firstBlock = cipher(p).slice(0, BLOCK);
     this.qLength = tweak.length + ((((-tweak.length - this.b - 1) % BLOCK) + BLOCK) % BLOCK) + 1 + this.b;
+    if (this.fastU !== undefined && this.fastV !== undefined) {
+      // Q with round 0 and NUM 0: its blocks but the last chained from CIPH(P), the last XORed in.
+      const q = new Uint8Array(this.qLength);
+      q.set(tweak);
+      const last = this.qLength - BLOCK;
+      let chain = this.firstBlock.slice();
+      for (let at = 0; at < last; at += BLOCK) {
+        for (let x = 0; x < BLOCK; x++) chain[x] = (chain[x] as number) ^ (q[at + x] as number);
+        chain = cipher(chain).slice(0, BLOCK);
+      }
+      for (let x = 0; x < BLOCK; x++) this.state[x] = (chain[x] as number) ^ (q[last + x] as number);
+    }
+    this.tailWord = readUint32(this.state, 12);
   }
 
   /** The domain's size, radix^length. */
@@ -139,44 +170,152 @@ export class Ff1 {
     return a.map((high, k) => high * this.modV + (b[k] as bigint));
   }
 
-  /** The same rounds on number halves, several times faster, for domains up to about 2^90. */
+  /**
+   * The rounds on number halves, for the domains frond uses (bits:20..63, digits:6..18) and any
+   * other whose halves stay below 2^45 and whose Q ends in one block. Per round it costs one
+   * memcpy of the kept CBC-MAC state, b + 1 byte writes and one AES block per value, and one
+   * cipher call for the whole batch; no bigint is touched between the first split and the last join.
+   */
   private runNumbers(values: readonly bigint[], forward: boolean): bigint[] {
     const count = values.length;
     const modV = this.fastV as number;
-    const modU = this.fastU as number;
     const bigModV = this.modV;
     const a = new Float64Array(count);
     const b = new Float64Array(count);
     for (let k = 0; k < count; k++) {
       const value = values[k] as bigint;
-      a[k] = Number(value / bigModV);
-      b[k] = Number(value % bigModV);
-    }
-    for (let step = 0; step < ROUNDS; step++) {
-      const i = forward ? step : ROUNDS - 1 - step;
-      const input = forward ? b : a;
-      const q = this.questions(count, i, (k, out, at) => writeNumber(out, at, this.b, input[k] as number));
-      const y = this.prf(q, count);
-      const modulus = i % 2 === 0 ? modU : modV;
-      for (let k = 0; k < count; k++) {
-        // y mod radix^m, byte by byte: the running value stays below radix^m * 256 < 2^53.
-        let yk = 0;
-        const start = k * this.d;
-        for (let j = 0; j < this.d; j++) yk = (yk * 256 + (y[start + j] as number)) % modulus;
-        if (forward) {
-          const c = ((a[k] as number) + yk) % modulus;
-          a[k] = b[k] as number;
-          b[k] = c;
-        } else {
-          const c = ((b[k] as number) - yk + modulus) % modulus;
-          b[k] = a[k] as number;
-          a[k] = c;
-        }
+      if (value <= MAX_SAFE_BIG) {
+        const x = Number(value);
+        const high = Math.floor(x / modV);
+        a[k] = high;
+        b[k] = x - high * modV;
+      } else {
+        a[k] = Number(value / bigModV);
+        b[k] = Number(value % bigModV);
       }
     }
+    this.rounds(a, b, count, forward);
     const out: bigint[] = new Array(count);
-    for (let k = 0; k < count; k++) out[k] = BigInt(a[k] as number) * bigModV + BigInt(b[k] as number);
+    for (let k = 0; k < count; k++) {
+      const high = a[k] as number;
+      // Below 2^53 the join is exact in a double: one BigInt instead of three.
+      out[k] =
+        high <= this.safeHigh
+          ? BigInt(high * modV + (b[k] as number))
+          : BigInt(high) * bigModV + BigInt(b[k] as number);
+    }
     return out;
+  }
+
+  /**
+   * Values below 2^53 as doubles in, doubles out (a fresh array): the domains up to 2^53 (digits
+   * up to 15, bits up to 53) never meet a bigint. The caller checks the range.
+   */
+  encryptNumbers(values: Float64Array): Float64Array {
+    return this.runDoubles(values, true);
+  }
+
+  decryptNumbers(values: Float64Array): Float64Array {
+    return this.runDoubles(values, false);
+  }
+
+  /** Whether `encryptNumbers` may be used: the whole domain below 2^53, and the number path. */
+  get numbersFit(): boolean {
+    return this.fastU !== undefined && this.fastV !== undefined && this.modU * this.modV <= MAX_SAFE_BIG + 1n;
+  }
+
+  private runDoubles(values: Float64Array, forward: boolean): Float64Array {
+    if (!this.numbersFit) throw new RangeError(`FF1: ${this.radix}^${this.length} does not fit a double`);
+    const count = values.length;
+    const modV = this.fastV as number;
+    const size = (this.fastU as number) * modV;
+    const a = new Float64Array(count);
+    const b = new Float64Array(count);
+    for (let k = 0; k < count; k++) {
+      const x = values[k] as number;
+      if (!(x >= 0 && x < size && Number.isInteger(x)))
+        throw new RangeError(`FF1: ${x} is outside [0, ${this.radix}^${this.length})`);
+      const high = Math.floor(x / modV);
+      a[k] = high;
+      b[k] = x - high * modV;
+    }
+    this.rounds(a, b, count, forward);
+    const out = new Float64Array(count);
+    for (let k = 0; k < count; k++) out[k] = (a[k] as number) * modV + (b[k] as number);
+    return out;
+  }
+
+  /** FF1's 10 rounds on halves a (u numerals) and b (v numerals), in place. */
+  private rounds(a: Float64Array, b: Float64Array, count: number, forward: boolean): void {
+    const modU = this.fastU as number;
+    const modV = this.fastV as number;
+    const bytes = this.b;
+    const d = this.d;
+    const howU = reduceFor(modU);
+    const howV = reduceFor(modV);
+    // The block each value's last Q block is XORed into: the CBC-MAC state after P and Q's
+    // constant blocks, tiled once for the whole batch and copied in every round.
+    const chain = this.chainFor(count);
+    const view = new DataView(chain.buffer, chain.byteOffset, chain.byteLength);
+    const roundAt = BLOCK - bytes - 1;
+    let x = a;
+    let z = b;
+    if (!forward) {
+      x = b;
+      z = a;
+    }
+    // Encrypting, the round function reads B (z) and changes A (x), then they swap; decrypting,
+    // it reads A and changes B. Either way: read z, change x, swap.
+    for (let step = 0; step < ROUNDS; step++) {
+      const i = forward ? step : ROUNDS - 1 - step;
+      const modulus = i % 2 === 0 ? modU : modV;
+      const how = i % 2 === 0 ? howU : howV;
+      chain.set(this.tiled.subarray(0, count * BLOCK));
+      if (bytes <= 4) {
+        // NUM(half) and, for b < 4, the round byte in the block's last word: one 32-bit write.
+        const word = (bytes === 4 ? this.tailWord : this.tailWord ^ (i << (8 * bytes))) >>> 0;
+        const roundByte = (this.state[roundAt] as number) ^ i;
+        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+          if (bytes === 4) chain[at + roundAt] = roundByte;
+          view.setUint32(at + 12, (word ^ (z[k] as number)) >>> 0);
+        }
+      } else {
+        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+          chain[at + roundAt] = (chain[at + roundAt] as number) ^ i;
+          writeHalf(chain, at + BLOCK - bytes, bytes, z[k] as number);
+        }
+      }
+      const s = this.cipher(chain);
+      const out = new DataView(s.buffer, s.byteOffset, s.byteLength);
+      const inverse = 1 / modulus;
+      for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+        const y = reduce(out, at, d, modulus, inverse, how);
+        const other = x[k] as number;
+        if (forward) {
+          const c = other + y;
+          x[k] = c >= modulus ? c - modulus : c;
+        } else {
+          const c = other - y;
+          x[k] = c < 0 ? c + modulus : c;
+        }
+      }
+      const swap = x;
+      x = z;
+      z = swap;
+    }
+  }
+
+  /** A scratch chain of `count` blocks: reused call after call (each call is synchronous and copies out). */
+  private chainFor(count: number): Uint8Array {
+    const length = count * BLOCK;
+    if (this.tiled.length < length) {
+      const tiled = new Uint8Array(Math.max(length, this.tiled.length * 2));
+      tiled.set(this.state);
+      for (let filled = BLOCK; filled < tiled.length; filled *= 2) tiled.copyWithin(filled, 0, filled);
+      this.tiled = tiled;
+      this.scratch = new Uint8Array(tiled.length);
+    }
+    return this.scratch.subarray(0, length);
   }
 
   /** Q for every value, one after another: T ‖ 0…0 ‖ [i] ‖ [NUM(half)] in b bytes. */
@@ -237,6 +376,69 @@ export class Ff1 {
   }
 }
 
+const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** `value` (below 2^53 and 256^bytes) as `bytes` big-endian bytes XORed into `out` at `at`. */
+function writeHalf(out: Uint8Array, at: number, bytes: number, value: number): void {
+  const end = at + bytes;
+  let low = value;
+  if (bytes > 4) {
+    let high = Math.floor(value / 4_294_967_296);
+    low = value - high * 4_294_967_296;
+    for (let j = end - 5; j >= at; j--) {
+      out[j] = (out[j] as number) ^ (high % 256);
+      high = Math.floor(high / 256);
+    }
+  }
+  const stop = Math.max(at, end - 4);
+  for (let j = end - 1, rest = low >>> 0; j >= stop; j--, rest >>>= 8)
+    out[j] = (out[j] as number) ^ (rest & 0xff);
+}
+
+/** How `reduce` takes NUM(S) mod m: the widest words whose running value stays exact in a double. */
+const LOW32 = 0;
+const WORDS32 = 1;
+const WORDS16 = 2;
+const BYTES = 3;
+type Reduce = typeof LOW32 | typeof WORDS32 | typeof WORDS16 | typeof BYTES;
+
+/**
+ * A power of two up to 2^32 (a bits domain): S's last 4 bytes decide. Otherwise the widest words
+ * w with m·2^w + m below 2^53, so that every step's x = r·2^w + word and its quotient's product
+ * are exact: 32 bits up to m = 2^20 (frond's 10^3..10^6), 16 up to 2^36 (10^7..10^9), else bytes.
+ */
+function reduceFor(m: number): Reduce {
+  if (m <= 4_294_967_296 && Number.isInteger(Math.log2(m))) return LOW32;
+  if (m <= 2 ** 20) return WORDS32;
+  if (m <= 2 ** 36) return WORDS16;
+  return BYTES;
+}
+
+/**
+ * x mod m for an integer x < 2^53 by a multiply with 1/m (a double `%` is fmod, several times
+ * slower): the floor is off by at most one, which one correction puts right.
+ */
+function modExact(x: number, m: number, inverse: number): number {
+  const r = x - Math.floor(x * inverse) * m;
+  return r < 0 ? r + m : r >= m ? r - m : r;
+}
+
+/** NUM(S) mod m for S the `d` bytes at `at` (d a multiple of 4, at least 8). */
+function reduce(s: DataView, at: number, d: number, m: number, inverse: number, how: Reduce): number {
+  const end = at + d;
+  if (how === LOW32) {
+    const low = s.getUint32(end - 4);
+    return m === 4_294_967_296 ? low : (low & (m - 1)) >>> 0;
+  }
+  let r = 0;
+  if (how === WORDS32)
+    for (let j = at; j < end; j += 4) r = modExact(r * 4_294_967_296 + s.getUint32(j), m, inverse);
+  else if (how === WORDS16)
+    for (let j = at; j < end; j += 2) r = modExact(r * 65_536 + s.getUint16(j), m, inverse);
+  else for (let j = at; j < end; j++) r = modExact(r * 256 + s.getUint8(j), m, inverse);
+  return r;
+}
+
 /** x mod m in [0, m), for a possibly negative x. */
 function modBig(x: bigint, m: bigint): bigint {
   const r = x % m;
@@ -266,14 +468,6 @@ function writeBigInt(out: Uint8Array, at: number, bytes: number, value: bigint):
   for (let j = bytes - 1; j >= 0; j--) {
     out[at + j] = Number(rest & 0xffn);
     rest >>= 8n;
-  }
-}
-
-function writeNumber(out: Uint8Array, at: number, bytes: number, value: number): void {
-  let rest = value;
-  for (let j = bytes - 1; j >= 0; j--) {
-    out[at + j] = rest % 256;
-    rest = Math.floor(rest / 256);
   }
 }
 
