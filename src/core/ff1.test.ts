@@ -56,6 +56,31 @@ describe('FF1 (NIST SP 800-38G)', () => {
     });
   }
 
+  for (const [key, radix, tweak, plain, expected] of SAMPLES) {
+    it(`matches NIST's sample inside a batch of 600: AES-${(key.length / 2) * 8}, radix ${radix}, tweak "${tweak}"`, () => {
+      const ff1 = new Ff1(aes(key), { radix, length: plain.length }, Buffer.from(tweak, 'hex'));
+      const one = new Ff1(aes(key), { radix, length: plain.length }, Buffer.from(tweak, 'hex'), {
+        bigIntsOnly: true,
+      });
+      // The sample at 0, 1 and 599 among other values: a batch's blocks must not leak into each other.
+      const values = Array.from({ length: 600 }, (_, k) => (BigInt(k) * 7_919n + 13n) % ff1.size);
+      values[0] = values[1] = values[599] = toValue(plain, radix);
+      const encrypted = ff1.encryptMany(values);
+      for (const k of [0, 1, 599])
+        assert.equal(toText(encrypted[k] as bigint, radix, plain.length), expected);
+      assert.deepEqual(
+        encrypted,
+        values.map((value) => one.encrypt(value)),
+      );
+      assert.deepEqual(ff1.decryptMany(encrypted), values);
+      if (ff1.numbersFit) {
+        const numbers = ff1.encryptNumbers(Float64Array.from(values, Number));
+        assert.deepEqual([...numbers].map(BigInt), encrypted);
+        assert.deepEqual([...ff1.decryptNumbers(numbers)].map(BigInt), values);
+      }
+    });
+  }
+
   it('is a bijection on a small domain, checked exhaustively (2^20 bits, 10^6 digits)', () => {
     for (const domain of [
       { radix: 2, length: 20 },
@@ -107,11 +132,56 @@ describe('FF1 (NIST SP 800-38G)', () => {
     );
   });
 
+  it('encrypts a batch as it encrypts each value alone, on every path, under random keys and tweaks (fast-check)', () => {
+    const domains = fc.oneof(
+      fc.record({ radix: fc.constant(2), length: fc.integer({ min: 20, max: 64 }) }),
+      fc.record({ radix: fc.constant(10), length: fc.integer({ min: 6, max: 20 }) }),
+      fc.record({ radix: fc.integer({ min: 2, max: 65_536 }), length: fc.integer({ min: 2, max: 12 }) }),
+    );
+    fc.assert(
+      fc.property(
+        domains.filter(({ radix, length }) => radix ** length >= 1_000_000),
+        fc.constantFrom(16, 24, 32),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ maxLength: 40 }),
+        fc.array(fc.bigInt({ min: 0n, max: 2n ** 64n }), { minLength: 1, maxLength: 80 }),
+        (domain, keyBytes, key, tweak, raws) => {
+          const cipher = aes(Buffer.from(key.subarray(0, keyBytes)).toString('hex'));
+          const fast = new Ff1(cipher, domain, tweak);
+          const slow = new Ff1(cipher, domain, tweak, { bigIntsOnly: true });
+          const values = raws.map((raw) => raw % fast.size);
+          const batch = fast.encryptMany(values);
+          assert.deepEqual(
+            batch,
+            values.map((value) => slow.encrypt(value)),
+          );
+          assert.deepEqual(
+            batch,
+            values.map((value) => fast.encrypt(value)),
+          );
+          assert.deepEqual(slow.encryptMany(values), batch);
+          assert.deepEqual(fast.decryptMany(batch), values);
+          if (fast.numbersFit) {
+            const numbers = fast.encryptNumbers(Float64Array.from(values, Number));
+            assert.deepEqual([...numbers].map(BigInt), batch);
+            assert.deepEqual([...fast.decryptNumbers(numbers)].map(BigInt), values);
+          }
+        },
+      ),
+      { numRuns: propertyRuns(300) },
+    );
+  });
+
   it('refuses domains under a million values and values outside the domain', () => {
     assert.throws(() => new Ff1(aes(K128), { radix: 10, length: 5 }), /1,000,000/);
     assert.throws(() => new Ff1(aes(K128), { radix: 1, length: 40 }), /radix/);
     const ff1 = new Ff1(aes(K128), { radix: 10, length: 6 });
     assert.throws(() => ff1.encrypt(1_000_000n), RangeError);
     assert.throws(() => ff1.encrypt(-1n), RangeError);
+    for (const bad of [1_000_000, -1, 0.5, Number.NaN])
+      assert.throws(() => ff1.encryptNumbers(Float64Array.of(3, bad)), RangeError, String(bad));
+    const wide = new Ff1(aes(K128), { radix: 2, length: 63 });
+    assert.equal(wide.numbersFit, false);
+    assert.throws(() => wide.encryptNumbers(Float64Array.of(3)), RangeError);
   });
 });

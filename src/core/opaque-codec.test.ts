@@ -20,6 +20,12 @@ function aes(seed: number): BlockCipher {
   return (blocks) => new Uint8Array(cipher.update(blocks));
 }
 
+function aesKey(key: Uint8Array): BlockCipher {
+  const cipher = createCipheriv('aes-256-ecb', key, null);
+  cipher.setAutoPadding(false);
+  return (blocks) => new Uint8Array(cipher.update(blocks));
+}
+
 /** Encodes segment IDs from..to in batches of 4,096, as a node would. */
 function encodeRange(codec: OpaqueCodec, from: bigint, count: number): bigint[] {
   const out: bigint[] = [];
@@ -96,6 +102,51 @@ describe('OpaqueCodec', () => {
     );
   });
 
+  it('encodes a batch bit for bit as it encodes each ID alone and as the bigint reading of FF1 does, under random keys (fast-check)', () => {
+    const domains = fc.oneof(
+      fc.integer({ min: 20, max: 63 }).map((bits): OpaqueDomain => ({ kind: 'bits', bits })),
+      fc.integer({ min: 6, max: 18 }).map((digits): OpaqueDomain => ({ kind: 'digits', digits })),
+    );
+    fc.assert(
+      fc.property(
+        domains,
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.array(fc.bigInt({ min: 1n, max: 2n ** 63n }), { minLength: 1, maxLength: 300 }),
+        fc.boolean(),
+        (domain, key, raws, asNumbers) => {
+          const cipher = aesKey(key);
+          const codec = new OpaqueCodec(cipher, domain);
+          const reference = new OpaqueCodec(cipher, domain, { reference: true });
+          // Segment IDs anywhere in the range, with the last ones of the range (where a digits
+          // tag's cycle walk is as likely as anywhere) and a run from 1, as refills take them.
+          const ids = raws.map((raw) => ((raw - 1n) % codec.capacity) + 1n);
+          ids.push(codec.capacity, 1n, 2n, 3n);
+          const given = ids.map((id) =>
+            asNumbers && id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id,
+          );
+          const batch = codec.encodeBatch(given).map(BigInt);
+          assert.deepEqual(
+            batch,
+            ids.map((id) => codec.encode(id)),
+          );
+          assert.deepEqual(batch, reference.encodeMany(ids));
+          assert.deepEqual(codec.encodeMany(ids), batch);
+          assert.equal(new Set(batch).size, new Set(ids).size);
+          assert.deepEqual(codec.decodeMany(batch), ids);
+          assert.deepEqual(reference.decodeMany(batch), ids);
+        },
+      ),
+      { numRuns: propertyRuns(200) },
+    );
+  });
+
+  it('answers numbers from a batch when its domain is below 2^53, bigints above', () => {
+    const small = new OpaqueCodec(aes(6), { kind: 'digits', digits: 15 }).encodeBatch([1, 2n]);
+    assert.ok(small.every((id) => typeof id === 'number'));
+    const large = new OpaqueCodec(aes(6), { kind: 'bits', bits: 54 }).encodeBatch([1, 2n]);
+    assert.ok(large.every((id) => typeof id === 'bigint'));
+  });
+
   it('refuses segment IDs past its capacity, opaque IDs outside its set and unknown domains', () => {
     const codec = new OpaqueCodec(aes(5), { kind: 'digits', digits: 6 });
     assert.equal(codec.capacity, 900_000n);
@@ -107,6 +158,12 @@ describe('OpaqueCodec', () => {
       () => codec.encode(0n),
       (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'),
     );
+    for (const bad of [900_001, 0, -1, 1.5, Number.NaN, 900_001n, 2n ** 64n])
+      assert.throws(
+        () => codec.encodeBatch([1, bad]),
+        (error) => isFrondError(error, 'ID_RANGE_EXHAUSTED'),
+        String(bad),
+      );
     assert.throws(
       () => codec.decode(99_999n),
       (error) => isFrondError(error, 'INVALID_ID'),

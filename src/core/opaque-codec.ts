@@ -1,5 +1,6 @@
 import { FrondError } from './errors.js';
 import { type BlockCipher, Ff1 } from './ff1.js';
+import type { SegmentId } from './segment-buffer.js';
 
 /**
  * What an opaque tag's IDs look like: `bits` (1 to 2^bits − 1; 63 fits a signed 64-bit column, 53
@@ -66,14 +67,59 @@ export class OpaqueCodec {
   readonly capacity: bigint;
   private readonly ff1: Ff1;
   private readonly min: bigint;
+  /** `min` and `capacity` as doubles when the whole domain is below 2^53 (digits up to 15, bits up to 53). */
+  private readonly minNumber: number | undefined;
+  private readonly capacityNumber: number | undefined;
 
-  constructor(cipher: BlockCipher, domain: OpaqueDomain) {
+  constructor(
+    cipher: BlockCipher,
+    domain: OpaqueDomain,
+    /** `reference`: FF1 on bigints only, the plain reading of the standard (tests check the fast path against it). */
+    options: { reference?: boolean } = {},
+  ) {
     this.domain = domain;
     const radix = domain.kind === 'bits' ? 2 : 10;
     const length = domain.kind === 'bits' ? domain.bits : domain.digits;
-    this.ff1 = new Ff1(cipher, { radix, length });
+    this.ff1 = new Ff1(cipher, { radix, length }, new Uint8Array(0), {
+      bigIntsOnly: options.reference === true,
+    });
     this.min = domain.kind === 'bits' ? 1n : 10n ** BigInt(domain.digits - 1);
     this.capacity = this.ff1.size - this.min;
+    this.minNumber = this.ff1.numbersFit ? Number(this.min) : undefined;
+    this.capacityNumber = this.ff1.numbersFit ? Number(this.capacity) : undefined;
+  }
+
+  /**
+   * `encodeMany` for segment IDs as the allocator gives them (numbers, or bigints past 2^53), and
+   * the same opaque IDs bit for bit. A domain below 2^53 runs on doubles from the segment ID to the
+   * last cycle-walk step and answers numbers (no BigInt at all: making them cost a third of the
+   * batch); a larger one goes the bigint way and answers bigints. Either is what a segment ID is.
+   */
+  encodeBatch(ids: readonly SegmentId[]): SegmentId[] {
+    const min = this.minNumber;
+    const capacity = this.capacityNumber;
+    if (min === undefined || capacity === undefined) return this.encodeMany(ids.map((id) => BigInt(id)));
+    const count = ids.length;
+    const start = new Float64Array(count);
+    for (let k = 0; k < count; k++) {
+      const id = ids[k] as SegmentId;
+      const n = typeof id === 'number' ? id : id <= this.capacity ? Number(id) : Number.NaN;
+      if (!(n >= 1 && n <= capacity && Number.isInteger(n))) throw this.pastCapacity(id);
+      start[k] = min + n - 1;
+    }
+    const out = this.ff1.encryptNumbers(start);
+    // The cycle walk, as `walk` does it: the values below min take another step (bounded there).
+    for (let round = 0; ; round++) {
+      if (round === 64) throw walkTooLong();
+      const outside: number[] = [];
+      for (let k = 0; k < count; k++) if ((out[k] as number) < min) outside.push(k);
+      if (outside.length === 0) break;
+      const again = this.ff1.encryptNumbers(Float64Array.from(outside, (k) => out[k] as number));
+      for (let j = 0; j < outside.length; j++) out[outside[j] as number] = again[j] as number;
+    }
+    const encoded: number[] = new Array(count);
+    for (let k = 0; k < count; k++) encoded[k] = out[k] as number;
+    return encoded;
   }
 
   encode(id: bigint): bigint {
@@ -87,11 +133,7 @@ export class OpaqueCodec {
   /** Opaque IDs of segment IDs 1..capacity; ID_RANGE_EXHAUSTED above. One cipher call per round per walk. */
   encodeMany(ids: readonly bigint[]): bigint[] {
     const start = ids.map((id) => {
-      if (id < 1n || id > this.capacity)
-        throw new FrondError(
-          'ID_RANGE_EXHAUSTED',
-          `segment ID ${id} is past the ${this.capacity} IDs an opaque ${formatDomain(this.domain)} tag can hold`,
-        );
+      if (id < 1n || id > this.capacity) throw this.pastCapacity(id);
       return this.min + id - 1n;
     });
     return this.walk(start, (values) => this.ff1.encryptMany(values));
@@ -121,6 +163,17 @@ export class OpaqueCodec {
         out[i] = again[k] as bigint;
       });
     }
-    throw new FrondError('INTERNAL', 'FF1 cycle walk did not return to the domain in 64 steps');
+    throw walkTooLong();
   }
+
+  private pastCapacity(id: SegmentId): FrondError {
+    return new FrondError(
+      'ID_RANGE_EXHAUSTED',
+      `segment ID ${id} is past the ${this.capacity} IDs an opaque ${formatDomain(this.domain)} tag can hold`,
+    );
+  }
+}
+
+function walkTooLong(): FrondError {
+  return new FrondError('INTERNAL', 'FF1 cycle walk did not return to the domain in 64 steps');
 }
