@@ -3,11 +3,12 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, opaque
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { OPAQUE_CHUNK } from '../src/server/opaque/opaque-tags.js';
 import { runBoundary } from './boundary.js';
 import { runClient } from './client.js';
 import { runHttp } from './http.js';
@@ -15,12 +16,13 @@ import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
 import { describeMachine } from './lib/machine.js';
 import { renderSection, type Section, table } from './lib/markdown.js';
 import { integer, percent, si } from './lib/stats.js';
+import { runOpaqueBatch } from './opaque-batch.js';
 import { runScale } from './scale.js';
 import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape'] as const;
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape', 'opaque'] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -55,6 +57,11 @@ const plan = quick
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
       client: { rounds: 1, runMs: 200, warmupMs: 200 },
       scrape: { tagCounts: [500], rate: 1_000, phaseMs: 1_000, rounds: 1, scrapeEveryMs: 250 },
+      opaque: {
+        runs: Number(process.env.OPQ_RUNS ?? 1),
+        runMs: Number(process.env.OPQ_MS ?? 50),
+        chunkSamples: 20,
+      },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -74,6 +81,8 @@ const plan = quick
       client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
       // About 75 s: per tag count, a warm-up second and 3 × (5 s without + 5 s with the scraper).
       scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
+      // About 40 s: 5 cases × 2 (with and without JSON) × 6 runs of 500 ms, then the chunk timings.
+      opaque: { runs: 5, runMs: 500, chunkSamples: 500 },
     };
 
 let lap = Date.now();
@@ -227,6 +236,24 @@ if (only.has('scrape')) {
       mark(row.with.p99 - row.without.p99 <= 5 && row.errors === 0),
     ]);
   }
+}
+
+if (only.has('opaque')) {
+  log('opaque batches vs plain');
+  const { rows, chunks, section } = await runOpaqueBatch(plan.opaque);
+  sections.push(section);
+  figures.opaque = { rows, chunks };
+  const opaqueRows = rows.filter((row) => row.kind !== 'plain');
+  const worst = (pick: (row: (typeof rows)[number]) => number) => Math.min(...opaqueRows.map(pick));
+  const longest = Math.max(...opaqueRows.map((row) => row.maxBlockMs));
+  const chunkP99 = Math.max(...chunks.filter((row) => row.size === OPAQUE_CHUNK).map((row) => row.p99Ms));
+  const blockP99 = Math.max(...opaqueRows.map((row) => row.p99BlockMs));
+  targets.push([
+    'Opaque batches of 1000 vs plain (`TagIssuer.many`, in process)',
+    '≥ 25 % of plain IDs/s, no event-loop block over 1 ms',
+    `${opaqueRows.map((row) => `${row.kind} ${si(row.idsPerSecond)} IDs/s`).join(', ')}; worst vs plain: ${percent(worst((row) => row.vsPlain))} bare, ${percent(worst((row) => row.jsonVsPlain))} with JSON bodies (by CPU time ${percent(worst((row) => row.cpuVsPlain))} and ${percent(worst((row) => row.jsonCpuVsPlain))}); event-loop block p99 ${blockP99.toFixed(2)} ms, max ${longest.toFixed(2)} ms; one chunk of ${OPAQUE_CHUNK} p99 ${chunkP99.toFixed(2)} ms; ${opaqueRows.reduce((sum, row) => sum + row.duplicates, 0)} duplicates`,
+    mark(worst((row) => row.jsonCpuVsPlain) >= 0.25 && chunkP99 <= 1 && blockP99 <= 1),
+  ]);
 }
 
 const machine = describeMachine();

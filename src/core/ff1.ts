@@ -55,6 +55,10 @@ export class Ff1 {
   /** The last 4 bytes of `state` as a big-endian word. */
   private readonly tailWord: number;
   private scratch = new Uint8Array(0);
+  private halfA = new Float64Array(0);
+  private halfB = new Float64Array(0);
+  /** Whether `encryptNumbers` may be used: the whole domain below 2^53, and the number path. */
+  readonly numbersFit: boolean;
 
   constructor(
     private readonly cipher: BlockCipher,
@@ -87,6 +91,8 @@ export class Ff1 {
     this.fastU = fits(this.u) ? radix ** this.u : undefined;
     this.fastV = fits(this.v) ? radix ** this.v : undefined;
     this.safeHigh = this.fastV === undefined ? -1 : Math.floor(2 ** 53 / this.fastV) - 1;
+    this.numbersFit =
+      this.fastU !== undefined && this.fastV !== undefined && this.modU * this.modV <= MAX_SAFE_BIG + 1n;
     const p = new Uint8Array(BLOCK);
     p.set([1, 2, 1, (radix >> 16) & 0xff, (radix >> 8) & 0xff, radix & 0xff, 10, this.u & 0xff]);
     writeUint32(p, 8, length);
@@ -180,11 +186,11 @@ export class Ff1 {
     const count = values.length;
     const modV = this.fastV as number;
     const bigModV = this.modV;
-    const a = new Float64Array(count);
-    const b = new Float64Array(count);
+    const { a, b } = this.halves(count);
     for (let k = 0; k < count; k++) {
       const value = values[k] as bigint;
       if (value <= MAX_SAFE_BIG) {
+        // Exact: the quotient q < 2^53 / radix^v, so 1 / radix^v is over half of q's ulp.
         const x = Number(value);
         const high = Math.floor(x / modV);
         a[k] = high;
@@ -211,26 +217,26 @@ export class Ff1 {
    * Values below 2^53 as doubles in, doubles out (a fresh array): the domains up to 2^53 (digits
    * up to 15, bits up to 53) never meet a bigint. The caller checks the range.
    */
-  encryptNumbers(values: Float64Array): Float64Array {
-    return this.runDoubles(values, true);
+  encryptNumbers(values: Float64Array, out = new Float64Array(values.length)): Float64Array {
+    return this.runDoubles(values, true, out);
   }
 
-  decryptNumbers(values: Float64Array): Float64Array {
-    return this.runDoubles(values, false);
+  decryptNumbers(values: Float64Array, out = new Float64Array(values.length)): Float64Array {
+    return this.runDoubles(values, false, out);
   }
 
-  /** Whether `encryptNumbers` may be used: the whole domain below 2^53, and the number path. */
-  get numbersFit(): boolean {
-    return this.fastU !== undefined && this.fastV !== undefined && this.modU * this.modV <= MAX_SAFE_BIG + 1n;
-  }
-
-  private runDoubles(values: Float64Array, forward: boolean): Float64Array {
+  /**
+   * `out` may be `values` itself (every value is read before any is written). The halves live in
+   * scratch arrays of this instance, reused call after call: a call is synchronous and its result
+   * is in `out` when it returns, so no two batches ever share them.
+   */
+  private runDoubles(values: Float64Array, forward: boolean, out: Float64Array): Float64Array {
     if (!this.numbersFit) throw new RangeError(`FF1: ${this.radix}^${this.length} does not fit a double`);
     const count = values.length;
+    if (out.length < count) throw new RangeError(`FF1: ${count} values into ${out.length}`);
     const modV = this.fastV as number;
     const size = (this.fastU as number) * modV;
-    const a = new Float64Array(count);
-    const b = new Float64Array(count);
+    const { a, b } = this.halves(count);
     for (let k = 0; k < count; k++) {
       const x = values[k] as number;
       if (!(x >= 0 && x < size && Number.isInteger(x)))
@@ -240,7 +246,6 @@ export class Ff1 {
       b[k] = x - high * modV;
     }
     this.rounds(a, b, count, forward);
-    const out = new Float64Array(count);
     for (let k = 0; k < count; k++) out[k] = (a[k] as number) * modV + (b[k] as number);
     return out;
   }
@@ -303,6 +308,14 @@ export class Ff1 {
       x = z;
       z = swap;
     }
+  }
+
+  private halves(count: number): { a: Float64Array; b: Float64Array } {
+    if (this.halfA.length < count) {
+      this.halfA = new Float64Array(Math.max(count, this.halfA.length * 2));
+      this.halfB = new Float64Array(this.halfA.length);
+    }
+    return { a: this.halfA, b: this.halfB };
   }
 
   /** A scratch chain of `count` blocks: reused call after call (each call is synchronous and copies out). */

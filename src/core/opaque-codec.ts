@@ -70,6 +70,7 @@ export class OpaqueCodec {
   /** `min` and `capacity` as doubles when the whole domain is below 2^53 (digits up to 15, bits up to 53). */
   private readonly minNumber: number | undefined;
   private readonly capacityNumber: number | undefined;
+  private scratch = new Float64Array(0);
 
   constructor(
     cipher: BlockCipher,
@@ -100,14 +101,17 @@ export class OpaqueCodec {
     const capacity = this.capacityNumber;
     if (min === undefined || capacity === undefined) return this.encodeMany(ids.map((id) => BigInt(id)));
     const count = ids.length;
-    const start = new Float64Array(count);
+    if (this.scratch.length < count)
+      this.scratch = new Float64Array(Math.max(count, this.scratch.length * 2));
+    // Reused call after call (a call is synchronous and copies its result out before returning).
+    const start = this.scratch.subarray(0, count);
     for (let k = 0; k < count; k++) {
       const id = ids[k] as SegmentId;
       const n = typeof id === 'number' ? id : id <= this.capacity ? Number(id) : Number.NaN;
       if (!(n >= 1 && n <= capacity && Number.isInteger(n))) throw this.pastCapacity(id);
       start[k] = min + n - 1;
     }
-    const out = this.ff1.encryptNumbers(start);
+    const out = this.ff1.encryptNumbers(start, start);
     // The cycle walk, as `walk` does it: the values below min take another step (bounded there).
     for (let round = 0; ; round++) {
       if (round === 64) throw walkTooLong();
