@@ -13,6 +13,7 @@ interface Figures {
   scale: { duplicates: number; tags: number };
   workers: { leafSegment: [number, number] };
   client: { name: string; idsPerSecond: number; outOfOrder: number }[];
+  opaque: { rows: { name: string; idsPerSecond: number; duplicates: number }[] };
 }
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
@@ -37,6 +38,7 @@ describe('npm run bench -- --quick', () => {
       'Workers',
       'Client SDK, sustained',
       'Operator pages under ID load',
+      'Opaque batches',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 
@@ -57,6 +59,12 @@ describe('npm run bench -- --quick', () => {
     for (const row of figures.client) {
       assert.ok(row.idsPerSecond > 0, row.name);
       assert.equal(row.outOfOrder, 0, row.name);
+    }
+    // Plain and four opaque domains, batches of 1000 through TagIssuer.many: IDs came, none twice.
+    assert.equal(figures.opaque.rows.length, 5);
+    for (const row of figures.opaque.rows) {
+      assert.ok(row.idsPerSecond > 0, row.name);
+      assert.equal(row.duplicates, 0, row.name);
     }
   });
 });

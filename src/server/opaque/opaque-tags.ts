@@ -10,11 +10,13 @@ import type { OpaqueSecret } from './opaque-keys.js';
 export const OPAQUE_BATCH = 1024;
 /**
  * Segment IDs encoded in one synchronous step; a refill gives the event loop a turn between steps,
- * so a batch of 10,000 never holds it for the ~6 ms its encoding takes. 512 IDs take about 0.3 ms
- * (digits:11, bits:63; 0.6 ms for digits:18) on a 2-core machine: a step stays under 1 ms at p99,
- * and costs a few per cent over one call for the batch (bench/opaque-batch.ts measures both).
+ * so a batch of 10,000 never holds it for the 5 to 10 ms its encoding takes. Measured on a 2-core
+ * machine (bench/opaque-batch.ts): 256 IDs take 0.1 to 0.4 ms (bits:53 to digits:18), 512 take
+ * 0.2 to 0.7 ms. 256 leaves room under 1 ms for the request's own work in the same turn (its
+ * slice of the queue, its JSON), at about the same cost per ID: one AES call per round already
+ * covers 256 blocks.
  */
-export const OPAQUE_CHUNK = 512;
+export const OPAQUE_CHUNK = 256;
 /** A refill starts when fewer than this many encoded IDs are left, so a request rarely waits. */
 const LOW_WATER = OPAQUE_BATCH / 2;
 
