@@ -69,7 +69,8 @@ export function countDuplicateStrings(values: readonly string[]): number {
 /** 12345678 -> "12.3 M", 4321 -> "4.32 k". */
 export function si(value: number, digits = 3): string {
   if (!Number.isFinite(value)) return '–';
-  const abs = Math.abs(value);
+  // Rounded first, so that 999,700 is "1.00 M", not "1.00e+3 k".
+  const abs = Number(Math.abs(value).toPrecision(digits));
   if (abs >= 1e9) return `${(value / 1e9).toPrecision(digits)} G`;
   if (abs >= 1e6) return `${(value / 1e6).toPrecision(digits)} M`;
   if (abs >= 1e3) return `${(value / 1e3).toPrecision(digits)} k`;
