@@ -97,17 +97,18 @@ export class Ff1 {
     p.set([1, 2, 1, (radix >> 16) & 0xff, (radix >> 8) & 0xff, radix & 0xff, 10, this.u & 0xff]);
     writeUint32(p, 8, length);
     writeUint32(p, 12, tweak.length);
-    this.firstBlock = cipher(p).slice(0, BLOCK);
+    // Copies: a cipher may answer a Buffer, whose slice() is a view, and `chain` below is XORed in place.
+    this.firstBlock = new Uint8Array(cipher(p).subarray(0, BLOCK));
     this.qLength = tweak.length + ((((-tweak.length - this.b - 1) % BLOCK) + BLOCK) % BLOCK) + 1 + this.b;
     if (this.fastU !== undefined && this.fastV !== undefined) {
       // Q with round 0 and NUM 0: its blocks but the last chained from CIPH(P), the last XORed in.
       const q = new Uint8Array(this.qLength);
       q.set(tweak);
       const last = this.qLength - BLOCK;
-      let chain = this.firstBlock.slice();
+      let chain = new Uint8Array(this.firstBlock);
       for (let at = 0; at < last; at += BLOCK) {
         for (let x = 0; x < BLOCK; x++) chain[x] = (chain[x] as number) ^ (q[at + x] as number);
-        chain = cipher(chain).slice(0, BLOCK);
+        chain = new Uint8Array(cipher(chain).subarray(0, BLOCK));
       }
       for (let x = 0; x < BLOCK; x++) this.state[x] = (chain[x] as number) ^ (q[last + x] as number);
     }
