@@ -447,9 +447,11 @@ function reduce(s: DataView, at: number, d: number, m: number, inverse: number, 
   let r = 0;
   if (how === WORDS32)
     for (let j = at; j < end; j += 4) r = modExact(r * 4_294_967_296 + s.getUint32(j), m, inverse);
-  else if (how === WORDS16)
-    for (let j = at; j < end; j += 2) r = modExact(r * 65_536 + s.getUint16(j), m, inverse);
-  else for (let j = at; j < end; j++) r = modExact(r * 256 + s.getUint8(j), m, inverse);
+  else if (how === WORDS16) {
+    // The first word whole (r is 0 before it), then 16 bits at a time: r < 2^36, r·2^16 < 2^52.
+    r = modExact(s.getUint32(at), m, inverse);
+    for (let j = at + 4; j < end; j += 2) r = modExact(r * 65_536 + s.getUint16(j), m, inverse);
+  } else for (let j = at; j < end; j++) r = modExact(r * 256 + s.getUint8(j), m, inverse);
   return r;
 }
 
