@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
+import { freePort, GrpcTestClient, grpcAddressOf } from './support/grpc-client.js';
+import { randomTag } from './support/random-tag.js';
+
+const SECRET = randomBytes(32).toString('hex');
+
+/** A tag made over the admin API (loopback, no admin token): `opaque` like `digits:12`. */
+async function addTag(url: string, tag: string, opaque?: string): Promise<void> {
+  const response = await fetch(`${url}/v1/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tag, step: 1000, ...(opaque ? { opaque } : {}) }),
+  });
+  assert.equal(response.status, 201, await response.text());
+}
+
+async function startGrpcNode(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const grpcPort = await freePort();
+  const node = await startFrond(
+    ['--port', '0', '--host', '127.0.0.1', '--grpc-port', String(grpcPort), ...args],
+    {
+      env: { FROND_OPAQUE_SECRET: SECRET, ...env },
+    },
+  );
+  const address = grpcAddressOf(node.logs);
+  assert.equal(address, `127.0.0.1:${grpcPort}`);
+  return { node, address };
+}
+
+describe('gRPC: frond.v1.Ids and grpc.health.v1.Health on --grpc-port', () => {
+  let node: FrondProcess;
+  let client: GrpcTestClient;
+  const plain = randomTag('grpc');
+  const opaque = randomTag('grpco');
+
+  before(async () => {
+    const started = await startGrpcNode(['--data-dir', tempDir()]);
+    node = started.node;
+    client = new GrpcTestClient(started.address);
+    await addTag(node.url, plain);
+    await addTag(node.url, opaque, 'digits:12');
+  });
+  after(async () => {
+    client?.close();
+    await node?.stop();
+  });
+
+  it('Next answers one ID of a tag, each above the last, as int64 strings', async () => {
+    const first = await client.ok<{ id: string }>('Next', { tag: plain });
+    const second = await client.ok<{ id: string }>('Next', { tag: plain });
+    assert.match(first.id, /^[0-9]+$/);
+    assert.ok(BigInt(second.id) > BigInt(first.id));
+  });
+
+  it('Batch answers count consecutive IDs; count 0 (unset) is 1', async () => {
+    const batch = await client.ok<{ ids: string[] }>('Batch', { tag: plain, count: 2500 });
+    assert.equal(batch.ids.length, 2500);
+    for (let i = 1; i < batch.ids.length; i++)
+      assert.ok(BigInt(batch.ids[i] as string) > BigInt(batch.ids[i - 1] as string));
+    const one = await client.ok<{ ids: string[] }>('Batch', { tag: plain });
+    assert.equal(one.ids.length, 1);
+    assert.ok(BigInt(one.ids[0] as string) > BigInt(batch.ids.at(-1) as string));
+  });
+
+  it('Ranges answers runs [start, end) holding count IDs', async () => {
+    const reply = await client.ok<{ ranges: { start: string; end: string }[]; count: number }>('Ranges', {
+      tag: plain,
+      count: 2500,
+    });
+    assert.equal(reply.count, 2500);
+    let total = 0n;
+    for (const run of reply.ranges) {
+      assert.ok(BigInt(run.end) > BigInt(run.start));
+      total += BigInt(run.end) - BigInt(run.start);
+    }
+    assert.equal(total, 2500n);
+  });
+
+  it('Snowflake answers count IDs, and Decode takes one apart with this node worker ID', async () => {
+    const reply = await client.ok<{ ids: string[] }>('Snowflake', { count: 100 });
+    assert.equal(reply.ids.length, 100);
+    assert.equal(new Set(reply.ids).size, 100);
+    const id = reply.ids[99] as string;
+    // Above 2^53: a JavaScript number would have rounded it.
+    assert.ok(BigInt(id) > 2n ** 53n);
+    const http = (await (await fetch(`${node.url}/v1/snowflake/decode/${id}`)).json()) as Record<
+      string,
+      unknown
+    >;
+    const decoded = await client.ok<Record<string, unknown>>('Decode', { id });
+    assert.deepEqual(decoded, {
+      id,
+      timestampMs: String(http.timestamp),
+      time: http.time,
+      workerId: http.workerId,
+      sequence: http.sequence,
+    });
+  });
+
+  it('an opaque tag answers opaque IDs on Next and Batch, and FAILED_PRECONDITION (OPAQUE_NO_RANGES) on Ranges', async () => {
+    const one = await client.ok<{ id: string }>('Next', { tag: opaque });
+    const batch = await client.ok<{ ids: string[] }>('Batch', { tag: opaque, count: 50 });
+    const all = [one.id, ...batch.ids];
+    assert.equal(new Set(all).size, 51);
+    for (const id of all) assert.ok(BigInt(id) < 10n ** 12n, id);
+    // Not consecutive: the opaque permutation scatters them.
+    assert.ok(batch.ids.some((id, i) => i > 0 && BigInt(id) !== BigInt(batch.ids[i - 1] as string) + 1n));
+    const ranges = await client.call('Ranges', { tag: opaque, count: 10 });
+    assert.equal(ranges.error?.code, status.FAILED_PRECONDITION);
+    assert.equal(ranges.frondCode, 'OPAQUE_NO_RANGES');
+    assert.match(ranges.error?.details ?? '', /^OPAQUE_NO_RANGES: /);
+  });
+
+  it('maps frond codes to gRPC status codes, with the code in frond-code and in the message', async () => {
+    const cases: [string, object, status, string][] = [
+      ['Next', { tag: randomTag('missing') }, status.NOT_FOUND, 'TAG_NOT_FOUND'],
+      ['Batch', { tag: randomTag('missing'), count: 3 }, status.NOT_FOUND, 'TAG_NOT_FOUND'],
+      ['Next', { tag: '' }, status.INVALID_ARGUMENT, 'INVALID_TAG'],
+      ['Next', { tag: 'a\u0001b' }, status.INVALID_ARGUMENT, 'INVALID_TAG'],
+      ['Batch', { tag: plain, count: 10_001 }, status.INVALID_ARGUMENT, 'INVALID_COUNT'],
+      ['Ranges', { tag: plain, count: 100_000_001 }, status.INVALID_ARGUMENT, 'INVALID_COUNT'],
+      ['Snowflake', { count: 10_001 }, status.INVALID_ARGUMENT, 'INVALID_COUNT'],
+      ['Decode', { id: '-1' }, status.INVALID_ARGUMENT, 'INVALID_ID'],
+      ['Decode', { id: '9223372036854775807' }, status.OK, ''],
+    ];
+    for (const [method, request, code, frondCode] of cases) {
+      const answer = await client.call(method, request);
+      if (code === status.OK) {
+        assert.equal(answer.error, undefined, `${method} ${JSON.stringify(request)}`);
+        continue;
+      }
+      assert.equal(
+        answer.error?.code,
+        code,
+        `${method} ${JSON.stringify(request)}: ${answer.error?.details}`,
+      );
+      assert.equal(answer.frondCode, frondCode);
+      assert.match(answer.error?.details ?? '', new RegExp(`^${frondCode}: `));
+    }
+  });
+
+  it('refuses a request above 64 KiB before it is read (RESOURCE_EXHAUSTED)', async () => {
+    const answer = await client.call('Next', { tag: 'x'.repeat(70_000) });
+    assert.equal(answer.error?.code, status.RESOURCE_EXHAUSTED);
+    // The node still answers afterwards.
+    await client.ok('Next', { tag: plain });
+  });
+
+  it('health: SERVING for "" and frond.v1.Ids, NOT_FOUND for another service; Watch sends SERVING', async () => {
+    for (const service of ['', 'frond.v1.Ids']) {
+      const reply = await client.ok<{ status: string }>('Check', { service }, { service: 'health' });
+      assert.equal(reply.status, 'SERVING');
+    }
+    const unknown = await client.call('Check', { service: 'other.Service' }, { service: 'health' });
+    assert.equal(unknown.error?.code, status.NOT_FOUND);
+    const watched = await new Promise<unknown>((resolve, reject) => {
+      const stream = (
+        client.health as unknown as { Watch(r: object): NodeJS.EventEmitter & { cancel(): void } }
+      ).Watch({
+        service: '',
+      });
+      const timer = setTimeout(() => reject(new Error('no Watch message')), 10_000);
+      stream.on('data', (message: unknown) => {
+        clearTimeout(timer);
+        stream.cancel();
+        resolve(message);
+      });
+      stream.on('error', () => {});
+    });
+    assert.deepEqual(watched, { status: 'SERVING' });
+  });
+});
