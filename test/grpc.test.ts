@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { status } from '@grpc/grpc-js';
-import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
+import { credentials, status } from '@grpc/grpc-js';
+import {
+  assertOneLineError,
+  type FrondProcess,
+  runFrond,
+  startFrond,
+  tempDir,
+} from './support/frond-process.js';
 import { freePort, GrpcTestClient, grpcAddressOf } from './support/grpc-client.js';
 import { randomTag } from './support/random-tag.js';
 
@@ -172,5 +182,138 @@ describe('gRPC: frond.v1.Ids and grpc.health.v1.Health on --grpc-port', () => {
       stream.on('error', () => {});
     });
     assert.deepEqual(watched, { status: 'SERVING' });
+  });
+});
+
+describe('gRPC: tokens, TLS, modes and settings', () => {
+  it('asks for the HTTP tokens as authorization: Bearer metadata (UNAUTHENTICATED without); health needs none', async () => {
+    const { node, address } = await startGrpcNode([
+      '--data-dir',
+      tempDir(),
+      '--token',
+      'tok-a',
+      '--token',
+      'tok-b',
+    ]);
+    const client = new GrpcTestClient(address);
+    try {
+      for (const token of [undefined, 'tok-c', 'tok-a-']) {
+        const answer = await client.call('Snowflake', { count: 1 }, token === undefined ? {} : { token });
+        assert.equal(answer.error?.code, status.UNAUTHENTICATED, String(token));
+        assert.equal(answer.frondCode, 'UNAUTHORIZED');
+      }
+      for (const token of ['tok-a', 'tok-b']) {
+        const reply = await client.ok<{ ids: string[] }>('Snowflake', { count: 2 }, { token });
+        assert.equal(reply.ids.length, 2);
+      }
+      const decode = await client.call('Decode', { id: '1' });
+      assert.equal(decode.error?.code, status.UNAUTHENTICATED);
+      const health = await client.ok<{ status: string }>('Check', { service: '' }, { service: 'health' });
+      assert.equal(health.status, 'SERVING');
+    } finally {
+      client.close();
+      await node.stop();
+    }
+  });
+
+  it('speaks TLS with --tls-cert and --tls-key; a plaintext client is refused; --no-segment is UNIMPLEMENTED (MODE_DISABLED)', async () => {
+    const dir = tempDir();
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        ...['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key],
+        ...['-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      ],
+      { stdio: 'ignore' },
+    );
+    const { node, address } = await startGrpcNode([
+      '--data-dir',
+      join(dir, 'data'),
+      '--tls-cert',
+      cert,
+      '--tls-key',
+      key,
+      '--no-segment',
+    ]);
+    assert.match(node.url, /^https:/);
+    const secure = new GrpcTestClient(address, credentials.createSsl(readFileSync(cert)));
+    const plaintext = new GrpcTestClient(address);
+    try {
+      const reply = await secure.ok<{ ids: string[] }>('Snowflake', { count: 3 });
+      assert.equal(reply.ids.length, 3);
+      const disabled = await secure.call('Next', { tag: 'any' });
+      assert.equal(disabled.error?.code, status.UNIMPLEMENTED);
+      assert.equal(disabled.frondCode, 'MODE_DISABLED');
+      const refused = await plaintext.call('Snowflake', { count: 1 }, { deadlineMs: 5_000 });
+      assert.ok(refused.error !== undefined, 'a plaintext call to the TLS port was answered');
+      assert.notEqual(refused.error.code, status.OK);
+    } finally {
+      secure.close();
+      plaintext.close();
+      await node.stop();
+    }
+  });
+
+  it('health says NOT_SERVING while /readyz says not ready (store unreachable, nothing buffered)', async () => {
+    const dir = tempDir();
+    const { node, address } = await startGrpcNode([
+      '--data-dir',
+      dir,
+      '--no-snowflake',
+      '--store',
+      'postgres://frond:x@127.0.0.1:1/none',
+    ]);
+    const client = new GrpcTestClient(address);
+    try {
+      const ready = await fetch(`${node.url}/readyz`);
+      assert.equal(ready.status, 503);
+      const reply = await client.ok<{ status: string }>(
+        'Check',
+        { service: 'frond.v1.Ids' },
+        { service: 'health' },
+      );
+      assert.equal(reply.status, 'NOT_SERVING');
+      const next = await client.call('Next', { tag: 'any' }, { deadlineMs: 30_000 });
+      assert.equal(next.error?.code, status.UNAVAILABLE, next.error?.details);
+    } finally {
+      client.close();
+      await node.stop();
+    }
+  });
+
+  it('refuses --grpc-port with --workers above 1, and a --grpc-port in use, in one line', async () => {
+    const workers = await runFrond([
+      'serve',
+      '--data-dir',
+      tempDir(),
+      '--grpc-port',
+      '50999',
+      '--workers',
+      '2',
+    ]);
+    assertOneLineError(workers, 2, /--grpc-port .*--workers/);
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    try {
+      const taken = await runFrond([
+        'serve',
+        '--data-dir',
+        tempDir(),
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--grpc-port',
+        String(port),
+      ]);
+      assertOneLineError(taken, 2, new RegExp(`port ${port} on 127.0.0.1 is in use \\(--grpc-port\\)`));
+    } finally {
+      holder.close();
+    }
   });
 });

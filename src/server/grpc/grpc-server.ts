@@ -1,4 +1,11 @@
-import { type ChannelOptions, Server, ServerCredentials } from '@grpc/grpc-js';
+import {
+  type ChannelOptions,
+  logVerbosity,
+  Server,
+  ServerCredentials,
+  setLogger,
+  setLogVerbosity,
+} from '@grpc/grpc-js';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { ListenConfig } from '../start/serve-config.js';
@@ -54,6 +61,7 @@ export async function listenGrpc(
   logger: Logger,
 ): Promise<GrpcListening | undefined> {
   if (config.grpcPort === 0) return undefined;
+  routeLibraryLog(logger);
   const services = loadServices();
   const server = new Server(GRPC_SERVER_OPTIONS);
   let resolve: (deps: GrpcServeDeps) => void = () => {};
@@ -106,4 +114,16 @@ function listenFailure(error: Error, config: Pick<ListenConfig, 'grpcPort' | 'ho
       ? `${at} needs a privilege this user lacks (--grpc-port): use a port from 1024 up`
       : `cannot listen for gRPC on ${at} (${error.message.split('\n')[0]}) (--grpc-port, --host)`;
   return new FrondError('INVALID_CONFIG', message, { cause: error });
+}
+
+/**
+ * grpc-js writes its own errors to stderr (a port in use is also "E No address added…" there),
+ * which would break the one-line error of a failed start and the JSON log: they go to the node's
+ * log instead, as warnings (what failed also reaches the caller as a status or a start error).
+ */
+function routeLibraryLog(logger: Logger): void {
+  const log = (...args: unknown[]) =>
+    logger.log('warn', 'grpc.library', { message: args.map(String).join(' ') });
+  setLogger({ error: log, info: () => {}, debug: () => {} });
+  setLogVerbosity(logVerbosity.ERROR);
 }
