@@ -317,3 +317,140 @@ describe('gRPC: tokens, TLS, modes and settings', () => {
     }
   });
 });
+
+/** A client of its own connection (grpc-js shares one between clients of one target otherwise). */
+const OWN_CONNECTION = { 'grpc.use_local_subchannel_pool': 1 };
+
+describe('gRPC: the same guarantees as HTTP', () => {
+  it('8 concurrent clients × 500 Next calls on a plain and an opaque tag, beside HTTP: no ID twice, each client in order', async () => {
+    const { node, address } = await startGrpcNode(['--data-dir', tempDir()]);
+    const plain = randomTag('grpcu');
+    const opaque = randomTag('grpcuo');
+    const clients = Array.from({ length: 8 }, () => new GrpcTestClient(address, undefined, OWN_CONNECTION));
+    try {
+      await addTag(node.url, plain);
+      await addTag(node.url, opaque, 'bits:40');
+      for (const tag of [plain, opaque]) {
+        const perClient = clients.map(async (client) => {
+          const ids: bigint[] = [];
+          for (let i = 0; i < 500; i++)
+            ids.push(BigInt((await client.ok<{ id: string }>('Next', { tag })).id));
+          return ids;
+        });
+        // HTTP on the same tag at the same time: one issuer behind both.
+        const overHttp = (async () => {
+          const ids: bigint[] = [];
+          for (let i = 0; i < 200; i++) {
+            const response = await fetch(`${node.url}/api/segment/get/${tag}`);
+            assert.equal(response.status, 200);
+            ids.push(BigInt(await response.text()));
+          }
+          return ids;
+        })();
+        const lists = await Promise.all([...perClient, overHttp]);
+        const all = lists.flat();
+        assert.equal(all.length, 8 * 500 + 200);
+        assert.equal(new Set(all).size, all.length, `${tag}: an ID was issued twice`);
+        if (tag === plain)
+          for (const ids of lists)
+            for (let i = 1; i < ids.length; i++) assert.ok((ids[i] as bigint) > (ids[i - 1] as bigint));
+        else for (const id of all) assert.ok(id < 2n ** 40n);
+      }
+    } finally {
+      for (const client of clients) client.close();
+      await node.stop();
+    }
+  });
+
+  it('SIGKILL mid-traffic and a restart on the same data dir: no ID repeated, later plain and snowflake IDs higher', async () => {
+    const dataDir = tempDir();
+    const plain = randomTag('grpck');
+    const opaque = randomTag('grpcko');
+    const seen = { plain: [] as bigint[], opaque: [] as bigint[], snowflake: [] as bigint[] };
+    const first = await startGrpcNode(['--data-dir', dataDir]);
+    await addTag(first.node.url, plain);
+    await addTag(first.node.url, opaque, 'digits:12');
+    const clients = Array.from(
+      { length: 4 },
+      () => new GrpcTestClient(first.address, undefined, OWN_CONNECTION),
+    );
+    let killed = false;
+    // Four clients loop until the kill: every reply that arrived before it is kept.
+    const traffic = clients.map(async (client, k) => {
+      for (let i = 0; i < 5_000 && !killed; i++) {
+        if (k === 0) {
+          const answer = await client.call<{ ids: string[] }>(
+            'Snowflake',
+            { count: 50 },
+            { deadlineMs: 5_000 },
+          );
+          if (answer.reply) seen.snowflake.push(...answer.reply.ids.map(BigInt));
+        } else if (k === 1) {
+          const answer = await client.call<{ ids: string[] }>(
+            'Batch',
+            { tag: opaque, count: 20 },
+            { deadlineMs: 5_000 },
+          );
+          if (answer.reply) seen.opaque.push(...answer.reply.ids.map(BigInt));
+        } else {
+          const answer =
+            k === 2
+              ? await client.call<{ id: string }>('Next', { tag: plain }, { deadlineMs: 5_000 })
+              : await client.call<{ ids: string[] }>(
+                  'Batch',
+                  { tag: plain, count: 30 },
+                  { deadlineMs: 5_000 },
+                );
+          const reply = answer.reply as { id?: string; ids?: string[] } | undefined;
+          if (reply?.id !== undefined) seen.plain.push(BigInt(reply.id));
+          if (reply?.ids !== undefined) seen.plain.push(...reply.ids.map(BigInt));
+        }
+      }
+    });
+    // Bounded: until each kind has IDs and a little more, at most 30 s.
+    for (let waited = 0; waited < 30_000; waited += 50) {
+      if (seen.plain.length > 2_000 && seen.opaque.length > 500 && seen.snowflake.length > 2_000) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(await first.node.stop('SIGKILL'), 'SIGKILL');
+    killed = true;
+    await Promise.all(traffic);
+    for (const client of clients) client.close();
+    const before = { plain: [...seen.plain], opaque: [...seen.opaque], snowflake: [...seen.snowflake] };
+    assert.ok(before.plain.length > 0 && before.opaque.length > 0 && before.snowflake.length > 0);
+
+    const second = await startGrpcNode(['--data-dir', dataDir]);
+    const client = new GrpcTestClient(second.address);
+    try {
+      const plainAfter = [
+        BigInt((await client.ok<{ id: string }>('Next', { tag: plain })).id),
+        ...(await client.ok<{ ids: string[] }>('Batch', { tag: plain, count: 500 })).ids.map(BigInt),
+      ];
+      const opaqueAfter = (await client.ok<{ ids: string[] }>('Batch', { tag: opaque, count: 500 })).ids.map(
+        BigInt,
+      );
+      const snowflakeAfter = (await client.ok<{ ids: string[] }>('Snowflake', { count: 500 })).ids.map(
+        BigInt,
+      );
+      const max = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
+      const min = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
+      assert.ok(
+        min(plainAfter) > max(before.plain),
+        'a plain ID after the restart is not above those before',
+      );
+      assert.ok(
+        min(snowflakeAfter) > max(before.snowflake),
+        'a snowflake ID after the restart is not above those before',
+      );
+      for (const [name, all] of [
+        ['plain', [...before.plain, ...plainAfter]],
+        ['opaque', [...before.opaque, ...opaqueAfter]],
+        ['snowflake', [...before.snowflake, ...snowflakeAfter]],
+      ] as const)
+        assert.equal(new Set(all).size, all.length, `${name}: an ID was issued twice`);
+    } finally {
+      client.close();
+      await second.node.stop();
+    }
+  });
+});

@@ -32,6 +32,8 @@ export const GRPC_SERVER_OPTIONS: ChannelOptions = {
   'grpc.keepalive_time_ms': 120_000,
   'grpc.keepalive_timeout_ms': 20_000,
   'grpc.max_connection_idle_ms': 600_000,
+  // Channelz's per-call bookkeeping is for a debugging service frond does not serve.
+  'grpc.enable_channelz': 0,
 };
 
 /** What the gRPC port serves once the modes are open. */
