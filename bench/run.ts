@@ -3,13 +3,14 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, grpc
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { runBoundary } from './boundary.js';
 import { runClient } from './client.js';
+import { runGrpc } from './grpc.js';
 import { runHttp } from './http.js';
 import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
 import { describeMachine } from './lib/machine.js';
@@ -20,7 +21,7 @@ import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape'] as const;
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape', 'grpc'] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -55,6 +56,7 @@ const plan = quick
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
       client: { rounds: 1, runMs: 200, warmupMs: 200 },
       scrape: { tagCounts: [500], rate: 1_000, phaseMs: 1_000, rounds: 1, scrapeEveryMs: 250 },
+      grpc: { rounds: 1, runS: 1, warmupS: 0, connections: 10, channels: 2, inFlight: 4 },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -74,6 +76,8 @@ const plan = quick
       client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
       // About 75 s: per tag count, a warm-up second and 3 × (5 s without + 5 s with the scraper).
       scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
+      // About 40 s: six targets × (1 s warm-up + 3 rounds of 2 s), and a load client's start each.
+      grpc: { rounds: 3, runS: 2, warmupS: 1, connections: 10, channels: 4, inFlight: 16 },
     };
 
 let lap = Date.now();
@@ -227,6 +231,19 @@ if (only.has('scrape')) {
       mark(row.with.p99 - row.without.p99 <= 5 && row.errors === 0),
     ]);
   }
+}
+
+if (only.has('grpc')) {
+  log('gRPC against HTTP');
+  const { section, summary } = await runGrpc(plan.grpc);
+  sections.push(section);
+  figures.grpc = summary;
+  targets.push([
+    'gRPC one-ID calls vs HTTP one-ID requests (report)',
+    'the ratio, and server CPU per ID',
+    `\`Next\` ${si(summary.grpcNextCallsPerSecond)} calls/s vs ${si(summary.httpSegmentRps)} req/s = ${summary.nextVsHttp.toFixed(2)}×; server CPU ${summary.grpcNextCpuUsPerId.toFixed(1)} µs vs ${summary.httpSegmentCpuUsPerId.toFixed(1)} µs an ID; batches of 1000: ${summary.batchVsHttp.toFixed(2)}× HTTP's IDs/s; ${summary.duplicates} duplicates`,
+    mark(summary.duplicates === 0 && summary.errors === 0),
+  ]);
 }
 
 const machine = describeMachine();

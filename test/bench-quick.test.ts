@@ -13,6 +13,7 @@ interface Figures {
   scale: { duplicates: number; tags: number };
   workers: { leafSegment: [number, number] };
   client: { name: string; idsPerSecond: number; outOfOrder: number }[];
+  grpc: { duplicates: number; errors: number; grpcNextCallsPerSecond: number };
 }
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
@@ -37,6 +38,7 @@ describe('npm run bench -- --quick', () => {
       'Workers',
       'Client SDK, sustained',
       'Operator pages under ID load',
+      'gRPC against HTTP',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 
@@ -58,5 +60,9 @@ describe('npm run bench -- --quick', () => {
       assert.ok(row.idsPerSecond > 0, row.name);
       assert.equal(row.outOfOrder, 0, row.name);
     }
+    // gRPC beside HTTP on one node: calls were answered, none failed, no ID twice.
+    assert.ok(figures.grpc.grpcNextCallsPerSecond > 0);
+    assert.equal(figures.grpc.errors, 0);
+    assert.equal(figures.grpc.duplicates, 0);
   });
 });

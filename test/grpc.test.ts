@@ -432,8 +432,9 @@ describe('gRPC: the same guarantees as HTTP', () => {
       const snowflakeAfter = (await client.ok<{ ids: string[] }>('Snowflake', { count: 500 })).ids.map(
         BigInt,
       );
-      const max = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
-      const min = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
+      const sorted = (ids: bigint[]) => [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      const max = (ids: bigint[]) => sorted(ids).at(-1) as bigint;
+      const min = (ids: bigint[]) => sorted(ids)[0] as bigint;
       assert.ok(
         min(plainAfter) > max(before.plain),
         'a plain ID after the restart is not above those before',
