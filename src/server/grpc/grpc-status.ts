@@ -6,7 +6,8 @@ import type { Logger } from '../../core/logger.js';
  * The gRPC status each frond code is answered with: the one place the mapping lives (as
  * `http/http-status.ts` is for HTTP). A new code in `src/core/errors.ts` fails the typecheck here
  * until it has a row. UNAVAILABLE is what gRPC clients retry on their own, so every code that
- * HTTP answers 503 (retry later, or on another node) is UNAVAILABLE here too.
+ * HTTP answers 503 (retry later, or on another node) is UNAVAILABLE here too; RESOURCE_EXHAUSTED
+ * is a limit: too large, too many requests (429), or a tag's or the layout's IDs used up.
  */
 export const GRPC_STATUS = {
   INVALID_ARGUMENT: status.INVALID_ARGUMENT,
@@ -28,8 +29,8 @@ export const GRPC_STATUS = {
   SEGMENT_REGRESSED: status.UNAVAILABLE,
   ID_RANGE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
   CLOCK_MOVED_BACKWARDS: status.UNAVAILABLE,
-  // HTTP's 503: the next time unit has a fresh sequence, so a retry a moment later succeeds.
-  SEQUENCE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
+  // A time unit's sequence, not the IDs: the next unit has a fresh one, so a retry succeeds.
+  SEQUENCE_EXHAUSTED: status.UNAVAILABLE,
   TIMESTAMP_NOT_RECORDED: status.UNAVAILABLE,
   TIMESTAMP_OVERFLOW: status.RESOURCE_EXHAUSTED,
   WORKER_ID_UNAVAILABLE: status.UNAVAILABLE,
@@ -51,7 +52,7 @@ export const FROND_CODE_KEY = 'frond-code';
  * the code in trailing metadata (`frond-code`). Anything that is not a FrondError is a bug: the
  * client gets INTERNAL and the stack goes to the log, never to the client.
  */
-export function grpcError(error: unknown, logger: Logger): ServerErrorResponse & { code: FrondErrorCode } {
+export function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
   let failure: FrondError;
   if (isFrondError(error)) {
     failure = error;
@@ -64,11 +65,5 @@ export function grpcError(error: unknown, logger: Logger): ServerErrorResponse &
   const metadata = new Metadata();
   metadata.set(FROND_CODE_KEY, failure.code);
   const details = `${failure.code}: ${failure.message}`;
-  return Object.assign(new Error(details), {
-    name: 'FrondGrpcError',
-    code: GRPC_STATUS[failure.code],
-    details,
-    metadata,
-    frondCode: failure.code,
-  }) as unknown as ServerErrorResponse & { code: FrondErrorCode };
+  return Object.assign(new Error(details), { code: GRPC_STATUS[failure.code], details, metadata });
 }
