@@ -6,6 +6,8 @@ import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { credentials, status } from '@grpc/grpc-js';
+import { ERROR_CODES } from '../src/core/errors.js';
+import { GRPC_STATUS } from '../src/server/grpc/grpc-status.js';
 import {
   assertOneLineError,
   type FrondProcess,
@@ -452,6 +454,20 @@ describe('gRPC: the same guarantees as HTTP', () => {
     } finally {
       client.close();
       await second.node.stop();
+    }
+  });
+});
+
+describe('gRPC: the error table of docs/grpc.md', () => {
+  it('lists every frond code with the gRPC status grpc-status.ts answers', () => {
+    const doc = readFileSync(new URL('../docs/grpc.md', import.meta.url), 'utf8');
+    const names = new Map(Object.entries(status).map(([name, value]) => [value, name]));
+    for (const [code, answered] of Object.entries(GRPC_STATUS)) {
+      const row = new RegExp(
+        `^\\| \`${code}\` +\\| \`${names.get(answered)}\` +\\| ${ERROR_CODES[code as keyof typeof ERROR_CODES].status} +\\|$`,
+        'm',
+      );
+      assert.match(doc, row, `docs/grpc.md: the row of ${code}`);
     }
   });
 });
