@@ -30,6 +30,8 @@ export interface GrpcLoadResult {
   duplicates: number;
   latency: ReturnType<typeof summarize>;
   firstError?: string;
+  /** Every ID received, for the bench to count duplicates across the load processes. */
+  seen: string[];
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as GrpcLoadOptions;
@@ -93,13 +95,19 @@ async function load(durationMs: number, keep: boolean): Promise<GrpcLoadResult> 
     seconds,
     duplicates: countDuplicateStrings(seen),
     latency: summarize(latencies.values()),
+    seen,
     ...(firstError === undefined ? {} : { firstError }),
   };
 }
 
 if (options.warmupMs > 0) await load(options.warmupMs, false);
-// The bench measures the server's CPU from here on: it waits for this line, then for the result.
-process.stdout.write(`${JSON.stringify({ event: 'measuring' })}\n`);
+// Ready (connections up): the bench starts every load process at once with a line on stdin, and
+// measures the server's CPU from then until the last result.
+for (const client of clients)
+  await new Promise<void>((resolve) => client.waitForReady(Date.now() + 30_000, () => resolve()));
+process.stdout.write(`${JSON.stringify({ event: 'ready' })}\n`);
+await new Promise((resolve) => process.stdin.once('data', resolve));
 const result = await load(options.durationMs, true);
 process.stdout.write(`${JSON.stringify(result)}\n`);
 for (const client of clients) client.close();
+process.stdin.destroy();

@@ -8,7 +8,7 @@ import { freePort } from './lib/free-port.js';
 import { type Section, table } from './lib/markdown.js';
 import { alternate } from './lib/rounds.js';
 import { saturate } from './lib/saturate.js';
-import { integer, median, ms, percent, si } from './lib/stats.js';
+import { countDuplicateStrings, integer, median, ms, percent, si } from './lib/stats.js';
 
 export interface GrpcBenchOptions {
   rounds: number;
@@ -20,6 +20,8 @@ export interface GrpcBenchOptions {
   /** The gRPC load client's connections, and unary calls in flight on each. */
   channels: number;
   inFlight: number;
+  /** Load client processes. */
+  processes: number;
 }
 
 const BATCH = 1000;
@@ -94,15 +96,19 @@ function grpcTarget(
     protocol: 'gRPC',
     ids,
     async run(server, address, options) {
-      const result = await grpcLoad(server.pid, {
-        address,
-        method,
-        request,
-        channels: options.channels,
-        inFlight: options.inFlight,
-        durationMs: options.runS * 1000,
-        warmupMs: 0,
-      });
+      const result = await grpcLoad(
+        server.pid,
+        {
+          address,
+          method,
+          request,
+          channels: options.channels,
+          inFlight: options.inFlight,
+          durationMs: options.runS * 1000,
+          warmupMs: 0,
+        },
+        options.processes,
+      );
       return {
         callsPerSecond: result.calls / result.seconds,
         idsPerSecond: result.ids / result.seconds,
@@ -117,44 +123,65 @@ function grpcTarget(
 }
 
 /**
- * The load client in its own process (bench/grpc-load.ts): the server's CPU is read from when the
- * client says it is measuring to when its result arrives.
+ * `processes` load clients, each in its own process (bench/grpc-load.ts; grpc-js's client costs
+ * more CPU a call than the server, so one JavaScript thread of it cannot keep the server busy).
+ * They start together once all are connected; the server's CPU is read from then to the last result.
  */
-function grpcLoad(pid: number, options: GrpcLoadOptions): Promise<GrpcLoadResult & { cores: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', LOAD_CLIENT, JSON.stringify(options)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => {
-        child.kill('SIGKILL');
-        reject(new Error(`the gRPC load client did not finish:\n${stderr}`));
-      },
-      options.durationMs + options.warmupMs + 60_000,
-    );
-    let cpuStart = 0;
-    let wallStart = 0;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      if (line.includes('"measuring"')) {
-        cpuStart = cpuSeconds(pid);
-        wallStart = performance.now();
-        return;
-      }
-      const cores = (cpuSeconds(pid) - cpuStart) / ((performance.now() - wallStart) / 1000);
-      clearTimeout(timer);
-      resolve({ ...(JSON.parse(line) as GrpcLoadResult), cores });
+async function grpcLoad(
+  pid: number,
+  options: GrpcLoadOptions,
+  processes: number,
+): Promise<GrpcLoadResult & { cores: number }> {
+  const children = Array.from({ length: processes }, () =>
+    spawn(process.execPath, ['--import', 'tsx', LOAD_CLIENT, JSON.stringify(options)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
+  const timer = setTimeout(
+    () => {
+      for (const child of children) child.kill('SIGKILL');
+    },
+    options.durationMs + options.warmupMs + 90_000,
+  );
+  try {
+    const ready: Promise<void>[] = [];
+    const results = children.map((child) => {
+      let stderr = '';
+      child.stderr?.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      let markReady: () => void = () => {};
+      ready.push(new Promise<void>((resolve) => (markReady = resolve)));
+      return new Promise<GrpcLoadResult>((resolve, reject) => {
+        createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+          if (line.includes('"ready"')) markReady();
+          else resolve(JSON.parse(line) as GrpcLoadResult);
+        });
+        child.once('exit', (code) => reject(new Error(`a gRPC load client exited with ${code}:\n${stderr}`)));
+      });
     });
-    child.once('exit', (code) => {
-      if (code !== 0) {
-        clearTimeout(timer);
-        reject(new Error(`the gRPC load client exited with ${code}:\n${stderr}`));
-      }
-    });
-  });
+    // A client that dies before it is ready fails the run rather than hang it.
+    await Promise.race([Promise.all(ready), Promise.all(results)]);
+    const cpuStart = cpuSeconds(pid);
+    const wallStart = performance.now();
+    for (const child of children) child.stdin?.write('go\n');
+    const all = await Promise.all(results);
+    const cores = (cpuSeconds(pid) - cpuStart) / ((performance.now() - wallStart) / 1000);
+    const sum = (key: 'calls' | 'ids' | 'errors') => all.reduce((total, one) => total + one[key], 0);
+    return {
+      calls: sum('calls'),
+      ids: sum('ids'),
+      errors: sum('errors'),
+      // Across all the processes: every ID any of them received.
+      duplicates: countDuplicateStrings(all.flatMap((one) => one.seen)),
+      seen: [],
+      seconds: Math.max(...all.map((one) => one.seconds)),
+      latency: (all[0] as GrpcLoadResult).latency,
+      cores,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const medianOf = (runs: readonly Run[], key: keyof Run) => median(runs.map((run) => run[key]));

@@ -56,7 +56,7 @@ const plan = quick
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
       client: { rounds: 1, runMs: 200, warmupMs: 200 },
       scrape: { tagCounts: [500], rate: 1_000, phaseMs: 1_000, rounds: 1, scrapeEveryMs: 250 },
-      grpc: { rounds: 1, runS: 1, warmupS: 0, connections: 10, channels: 2, inFlight: 4 },
+      grpc: { rounds: 1, runS: 1, warmupS: 0, connections: 10, channels: 2, inFlight: 4, processes: 1 },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -76,8 +76,8 @@ const plan = quick
       client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
       // About 75 s: per tag count, a warm-up second and 3 × (5 s without + 5 s with the scraper).
       scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
-      // About 40 s: six targets × (1 s warm-up + 3 rounds of 2 s), and a load client's start each.
-      grpc: { rounds: 3, runS: 2, warmupS: 1, connections: 10, channels: 4, inFlight: 16 },
+      // About 2 minutes: six targets × (1 s warm-up + 3 rounds of 2 s), and the load clients' start each.
+      grpc: { rounds: 3, runS: 2, warmupS: 1, connections: 10, channels: 2, inFlight: 32, processes: 2 },
     };
 
 let lap = Date.now();
