@@ -190,7 +190,7 @@ const cpuPerId = (runs: readonly Run[]) => median(runs.map((run) => (run.cores *
 
 /**
  * One `frond serve` with `--grpc-port`, loaded over HTTP (autocannon, from this process) and over
- * gRPC (a load client in its own process) in alternation: the same tag, the same issuer, the same
+ * gRPC (load clients in processes of their own) in alternation: the same tag, the same issuer, the same
  * run, so the ratio shows what the protocol costs.
  */
 export async function runGrpc(
@@ -258,7 +258,7 @@ export async function runGrpc(
     };
     const section: Section = {
       title: 'gRPC against HTTP, the same node',
-      method: `One \`frond serve --grpc-port\` process; HTTP loaded with autocannon from the bench process (${options.connections} connections, no pipelining), gRPC by bench/grpc-load.ts in its own process (${options.channels} connections × ${options.inFlight} unary calls in flight, \`@grpc/grpc-js\`). Targets alternate in each of ${options.rounds} rounds of ${options.runS} s; each figure is the median over the rounds. Latencies in ms.`,
+      method: `One \`frond serve --grpc-port\` process; HTTP loaded with autocannon from the bench process (${options.connections} connections, no pipelining), gRPC by bench/grpc-load.ts in ${options.processes} processes of their own, started together (each ${options.channels} connections × ${options.inFlight} unary calls in flight, \`@grpc/grpc-js\`; latencies are the first process's). Targets alternate in each of ${options.rounds} rounds of ${options.runS} s; each figure is the median over the rounds. Latencies in ms.`,
       table: table(
         [
           'Target',

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { connect as tlsConnect } from 'node:tls';
 import { credentials, status } from '@grpc/grpc-js';
 import { ERROR_CODES } from '../src/core/errors.js';
 import { GRPC_STATUS } from '../src/server/grpc/grpc-status.js';
@@ -250,6 +251,24 @@ describe('gRPC: tokens, TLS, modes and settings', () => {
       const disabled = await secure.call('Next', { tag: 'any' });
       assert.equal(disabled.error?.code, status.UNIMPLEMENTED);
       assert.equal(disabled.frondCode, 'MODE_DISABLED');
+      // HTTPS's TLS settings: a client offering only a CBC suite over TLS 1.2 is refused.
+      const port = Number(address.split(':').at(-1));
+      const cbc = await new Promise<string>((resolve) => {
+        const socket = tlsConnect({
+          host: '127.0.0.1',
+          port,
+          ca: readFileSync(cert),
+          maxVersion: 'TLSv1.2',
+          ciphers: 'ECDHE-ECDSA-AES128-SHA',
+          ALPNProtocols: ['h2'],
+        });
+        socket.once('secureConnect', () => {
+          socket.destroy();
+          resolve('connected');
+        });
+        socket.once('error', (error) => resolve(error.message));
+      });
+      assert.notEqual(cbc, 'connected');
       const refused = await plaintext.call('Snowflake', { count: 1 }, { deadlineMs: 5_000 });
       assert.ok(refused.error !== undefined, 'a plaintext call to the TLS port was answered');
       assert.notEqual(refused.error.code, status.OK);

@@ -8,6 +8,7 @@ import {
 } from '@grpc/grpc-js';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { TLS_CIPHERS } from '../http/http-server.js';
 import type { ListenConfig } from '../start/serve-config.js';
 import { GrpcHealth } from './grpc-health.js';
 import { createIdService, type GrpcIdDeps } from './grpc-ids.js';
@@ -75,9 +76,7 @@ export async function listenGrpc(
   const health = new GrpcHealth();
   server.addService(services.ids, createIdService(deps, logger));
   server.addService(services.health, health.implementation());
-  const credentials = tls
-    ? ServerCredentials.createSsl(null, [{ cert_chain: tls.cert, private_key: tls.key }], false)
-    : ServerCredentials.createInsecure();
+  const credentials = tls ? new NodeTlsCredentials(tls) : ServerCredentials.createInsecure();
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const port = await new Promise<number>((done, fail) => {
     server.bindAsync(`${host}:${config.grpcPort}`, credentials, (error, bound) =>
@@ -105,6 +104,24 @@ export async function listenGrpc(
       return closing;
     },
   };
+}
+
+/**
+ * The node's certificate with HTTPS's TLS settings (TLS 1.2 and up, forward-secret AEAD suites
+ * only: `http/http-server.ts`). grpc-js's own `createSsl` would take Node's default suites, CBC
+ * ones among them, which the HTTPS port refuses.
+ */
+class NodeTlsCredentials extends ServerCredentials {
+  constructor(tls: { cert: Buffer; key: Buffer }) {
+    super(
+      { minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, requestCert: false },
+      { cert: tls.cert, key: tls.key },
+    );
+  }
+
+  _equals(other: ServerCredentials): boolean {
+    return other === this;
+  }
 }
 
 /** Why the gRPC port cannot be had, in one line naming the setting. */
