@@ -3,7 +3,7 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, opaque
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, opaque, grpc
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { OPAQUE_CHUNK } from '../src/server/opaque/opaque-tags.js';
 import { runBoundary } from './boundary.js';
 import { runClient } from './client.js';
+import { runGrpc } from './grpc.js';
 import { runHttp } from './http.js';
 import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
 import { describeMachine } from './lib/machine.js';
@@ -22,7 +23,17 @@ import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape', 'opaque'] as const;
+const SUITES = [
+  'in-process',
+  'http',
+  'boundary',
+  'scale',
+  'workers',
+  'client',
+  'scrape',
+  'opaque',
+  'grpc',
+] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -62,6 +73,7 @@ const plan = quick
         runMs: Number(process.env.OPQ_MS ?? 50),
         chunkSamples: 20,
       },
+      grpc: { rounds: 1, runS: 1, warmupS: 0, connections: 10, channels: 2, inFlight: 4, processes: 1 },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -83,6 +95,8 @@ const plan = quick
       scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
       // About 40 s: 5 cases × 2 (with and without JSON) × 6 runs of 500 ms, then the chunk timings.
       opaque: { runs: 5, runMs: 500, chunkSamples: 500 },
+      // About 2 minutes: six targets × (1 s warm-up + 3 rounds of 2 s), and the load clients' start each.
+      grpc: { rounds: 3, runS: 2, warmupS: 1, connections: 10, channels: 2, inFlight: 32, processes: 2 },
     };
 
 let lap = Date.now();
@@ -253,6 +267,19 @@ if (only.has('opaque')) {
     '≥ 25 % of plain IDs/s, no event-loop block over 1 ms',
     `${opaqueRows.map((row) => `${row.kind} ${si(row.idsPerSecond)} IDs/s`).join(', ')}; worst vs plain: ${percent(worst((row) => row.vsPlain))} bare, ${percent(worst((row) => row.jsonVsPlain))} with JSON bodies (by CPU time ${percent(worst((row) => row.cpuVsPlain))} and ${percent(worst((row) => row.jsonCpuVsPlain))}); event-loop block p99 ${blockP99.toFixed(2)} ms, max ${longest.toFixed(2)} ms; one chunk of ${OPAQUE_CHUNK} p99 ${chunkP99.toFixed(2)} ms; ${opaqueRows.reduce((sum, row) => sum + row.duplicates, 0)} duplicates`,
     mark(worst((row) => row.jsonCpuVsPlain) >= 0.25 && chunkP99 <= 1 && blockP99 <= 1),
+  ]);
+}
+
+if (only.has('grpc')) {
+  log('gRPC against HTTP');
+  const { section, summary } = await runGrpc(plan.grpc);
+  sections.push(section);
+  figures.grpc = summary;
+  targets.push([
+    'gRPC one-ID calls vs HTTP one-ID requests (report)',
+    'the ratio, and server CPU per ID',
+    `\`Next\` ${si(summary.grpcNextCallsPerSecond)} calls/s vs ${si(summary.httpSegmentRps)} req/s = ${summary.nextVsHttp.toFixed(2)}×; server CPU ${summary.grpcNextCpuUsPerId.toFixed(1)} µs vs ${summary.httpSegmentCpuUsPerId.toFixed(1)} µs an ID; batches of 1000: ${summary.batchVsHttp.toFixed(2)}× HTTP's IDs/s; ${summary.duplicates} duplicates`,
+    mark(summary.duplicates === 0 && summary.errors === 0),
   ]);
 }
 

@@ -14,6 +14,7 @@ interface Figures {
   workers: { leafSegment: [number, number] };
   client: { name: string; idsPerSecond: number; outOfOrder: number }[];
   opaque: { rows: { name: string; idsPerSecond: number; duplicates: number }[] };
+  grpc: { duplicates: number; errors: number; grpcNextCallsPerSecond: number };
 }
 
 /** Runs `bench/run.ts ARGS` to its end (the suite starts real frond processes from dist/). */
@@ -39,6 +40,7 @@ describe('npm run bench -- --quick', () => {
       'Client SDK, sustained',
       'Operator pages under ID load',
       'Opaque batches',
+      'gRPC against HTTP',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 
@@ -66,5 +68,9 @@ describe('npm run bench -- --quick', () => {
       assert.ok(row.idsPerSecond > 0, row.name);
       assert.equal(row.duplicates, 0, row.name);
     }
+    // gRPC beside HTTP on one node: calls were answered, none failed, no ID twice.
+    assert.ok(figures.grpc.grpcNextCallsPerSecond > 0);
+    assert.equal(figures.grpc.errors, 0);
+    assert.equal(figures.grpc.duplicates, 0);
   });
 });

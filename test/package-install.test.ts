@@ -2,7 +2,7 @@
 // says is test/readme-install-*.test.ts.
 import assert from 'node:assert/strict';
 import { type ExecFileOptions, execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -104,13 +104,15 @@ describe('npm packages', () => {
       assert.ok(serverFiles.includes(needed), `server package holds ${needed}`);
     assert.ok(serverFiles.includes('dist/cli/main.d.ts'), 'the exported entry has its types');
     assert.ok(serverFiles.includes('docs/databases.md'));
+    for (const proto of ['proto/frond.proto', 'proto/grpc/health/v1/health.proto'])
+      assert.ok(serverFiles.includes(proto), `server package holds ${proto} (--grpc-port reads it)`);
     const stray = serverFiles.filter(
       (path) =>
-        !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/frond|docs\/.+|dist\/.+\.(js|d\.ts))$/.test(
+        !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/frond|docs\/.+|proto\/.+\.proto|dist\/.+\.(js|d\.ts))$/.test(
           path,
         ),
     );
-    assert.deepEqual(stray, [], 'nothing but the build, bin, docs and the package files');
+    assert.deepEqual(stray, [], 'nothing but the build, bin, docs, the protos and the package files');
     // Every compiled file comes from a source of today: no stale output of a renamed file.
     const sources = sourcesOf(join(ROOT, 'src'));
     const orphans = serverFiles
@@ -118,6 +120,18 @@ describe('npm packages', () => {
       .map((path) => path.replace(/^dist\//, '').replace(/\.(js|d\.ts)$/, ''))
       .filter((path) => !sources.has(path));
     assert.deepEqual(orphans, [], 'dist/ files without a source in src/');
+    // The gRPC server finds its protos from where its module sits in the unpacked package, not in
+    // this checkout (its dependencies from this checkout's node_modules).
+    await run('tar', ['-xzf', join(work, server.filename), '-C', work]);
+    symlinkSync(join(ROOT, 'node_modules'), join(work, 'package/node_modules'));
+    const unpacked = join(work, 'package/dist/server/grpc/grpc-proto.js');
+    const { PROTO_DIR, loadServices } = (await import(
+      unpacked
+    )) as typeof import('../src/server/grpc/grpc-proto.js');
+    assert.equal(PROTO_DIR, join(work, 'package/proto/'));
+    const services = loadServices();
+    assert.deepEqual(Object.keys(services.ids).sort(), ['Batch', 'Decode', 'Next', 'Ranges', 'Snowflake']);
+    assert.deepEqual(Object.keys(services.health).sort(), ['Check', 'Watch']);
     for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts'])
       assert.ok(clientFiles.includes(needed), `client package holds ${needed}`);
     assert.deepEqual(

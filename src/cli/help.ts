@@ -29,6 +29,11 @@ and reuse them once free. See docs/worker-ids.md.
 
 Load balancers check GET /readyz (503 while the node cannot serve); GET /healthz is liveness only.
 
+--grpc-port N also serves gRPC: frond.v1.Ids (Next, Batch, Ranges, Snowflake, Decode) from the same
+tags, and grpc.health.v1.Health (SERVING when /readyz is ready). The .proto files ship in the
+package's proto/ directory; tokens go in metadata as authorization: Bearer T; with --tls-cert the
+port speaks TLS. Not with --workers above 1. See docs/grpc.md.
+
 --workers N runs N processes on one port: IDs stay unique, and each process's IDs increase, but
 one URL is served by any of them, so successive answers from one URL need not increase
 (1 1001 2 1002). /metrics and /v1/stats add up all the processes.

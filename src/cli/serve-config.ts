@@ -130,9 +130,12 @@ function accessConfig(settings: ServeSettings): AccessConfig {
   };
 }
 
-/** `--tls-cert` and `--tls-key` as one pair. */
+/** `--tls-cert` and `--tls-key` as one pair; `--grpc-port` in one process only. */
 function listenConfig(settings: ServeSettings): ListenConfig {
   const { tlsCert, tlsKey, ...listen } = sliceOf(SERVE_SETTINGS, 'listen', settings);
+  // node:cluster shares an HTTP port among the processes, not an HTTP/2 server's: one would hold it.
+  if (listen.grpcPort !== 0 && settings.workers > 1)
+    throw usage('--grpc-port serves one process: it cannot go with --workers above 1; drop one');
   if (tlsCert === undefined && tlsKey === undefined) return { ...listen, tls: undefined };
   if (tlsCert === undefined || tlsKey === undefined) throw usage('--tls-cert and --tls-key go together');
   return { ...listen, tls: { cert: tlsCert, key: tlsKey } };

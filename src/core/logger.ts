@@ -29,6 +29,8 @@ export type LogEvent =
   | 'http.connections_above_limit'
   | 'http.no_ipv6'
   | 'http.internal_error'
+  | 'grpc.internal_error'
+  | 'grpc.library'
   // Segment mode (src/core) and its stores (src/stores).
   | 'opaque.declared'
   | 'opaque.declaration_unchecked'

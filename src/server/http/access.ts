@@ -19,6 +19,13 @@ export function sameToken(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
+/** Whether `given` is one of `tokens`; every token is compared, so the time does not tell which one nearly matched. */
+export function anyTokenMatches(given: string | undefined, tokens: readonly string[]): boolean {
+  let ok = false;
+  if (given !== undefined) for (const token of tokens) ok = sameToken(given, token) || ok;
+  return ok;
+}
+
 function bearerOf(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization;
   if (header === undefined) return undefined;
@@ -31,10 +38,7 @@ export function checkIdAccess(req: IncomingMessage, query: string, options: Acce
   if (options.tokens.length === 0) return;
   const given =
     bearerOf(req) ?? (query.includes('token=') ? new URLSearchParams(query).get('token') : null) ?? undefined;
-  // Every token is compared, so the time does not tell which one nearly matched.
-  let ok = false;
-  if (given !== undefined) for (const token of options.tokens) ok = sameToken(given, token) || ok;
-  if (!ok)
+  if (!anyTokenMatches(given, options.tokens))
     throw new FrondError(
       'UNAUTHORIZED',
       'this node needs a token: send Authorization: Bearer <token> or ?token=<token>',

@@ -11,6 +11,7 @@ import type { ListenConfig } from './serve-config.js';
 const CONFIG: ListenConfig = {
   host: '127.0.0.1',
   port: 0,
+  grpcPort: 0,
   maxConnections: 64,
   requestTimeoutMs: 5_000,
   shutdownTimeoutMs: 1_000,

@@ -1,8 +1,10 @@
 import type { Server } from 'node:http';
 import { type Clock, systemClock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
+import { type GrpcListening, listenGrpc } from '../grpc/grpc-server.js';
 import { createApp } from '../http/app.js';
 import { RateLimiter } from '../http/rate-limit.js';
+import { TagIssuer } from '../opaque/tag-issuer.js';
 import { type Cleanups, runCleanups } from './cleanups.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { closeHttp, listen } from './listen.js';
@@ -33,7 +35,9 @@ export async function startServer(
   const { tls, opaqueSecret } = readStartFiles(config);
   const http = await listen(config, tls, logger);
   const cleanups: Cleanups = [];
+  let grpc: GrpcListening | undefined;
   try {
+    grpc = await listenGrpc(config, tls, logger);
     cleanups.push(lockDataDir(config.dataDir));
     const ops = openOpsSurface(config, clock);
     const segment = config.segment
@@ -41,6 +45,7 @@ export async function startServer(
       : undefined;
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
+    const rateLimiter = config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined;
     http.serve(
       createApp({
         segment: segment?.allocator,
@@ -51,13 +56,23 @@ export async function startServer(
         // The one clock of the node: Leaf error bodies and page caching follow it as IDs do.
         now: () => clock.now(),
         access: config,
-        rateLimiter: config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined,
+        rateLimiter,
         observer: ops.metrics,
         ops: opsDeps,
       }),
     );
+    grpc?.serve({
+      ...opsDeps,
+      issuer: segment && new TagIssuer(segment.allocator, segment.opaque),
+      snowflake,
+      layout: config.layout,
+      access: config,
+      rateLimiter,
+      logger,
+    });
     logger.log('info', 'listening', {
       url: http.url,
+      grpc: grpc?.address ?? 'off',
       segment: segment?.store.description ?? 'off',
       snowflakeWorkerId: snowflake?.workerId ?? 'off',
       maxConnections: http.maxConnections,
@@ -65,8 +80,13 @@ export async function startServer(
     });
     // A `--workers` process: the primary announces the node once every process got here.
     config.cluster?.serving(http.url);
-    return { url: http.url, server: http.server, close: closeOnce(http.server, config, cleanups, logger) };
+    return {
+      url: http.url,
+      server: http.server,
+      close: closeOnce(http.server, config, cleanups, logger, grpc),
+    };
   } catch (error) {
+    await grpc?.close(0);
     await runCleanups(cleanups);
     // Requests that waited for the start are cut: the node never served.
     await closeHttp(http.server, 0);
@@ -75,19 +95,20 @@ export async function startServer(
 }
 
 /**
- * The node's shutdown, run once however often it is asked for: HTTP first (requests in flight get
- * `--shutdown-timeout-ms` to finish), then what start-up opened, the last first.
+ * The node's shutdown, run once however often it is asked for: HTTP and gRPC first (calls in flight
+ * get `--shutdown-timeout-ms` to finish), then what start-up opened, the last first.
  */
 function closeOnce(
   server: Server,
   config: Pick<ListenConfig, 'shutdownTimeoutMs'>,
   cleanups: Cleanups,
   logger: Logger,
+  grpc: GrpcListening | undefined,
 ): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () => {
     closing ??= (async () => {
-      await closeHttp(server, config.shutdownTimeoutMs);
+      await Promise.all([closeHttp(server, config.shutdownTimeoutMs), grpc?.close(config.shutdownTimeoutMs)]);
       await runCleanups(cleanups);
       logger.log('info', 'stopped', {});
     })();

@@ -1,0 +1,148 @@
+import {
+  type ChannelOptions,
+  logVerbosity,
+  Server,
+  ServerCredentials,
+  setLogger,
+  setLogVerbosity,
+} from '@grpc/grpc-js';
+import { FrondError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { TLS_CIPHERS } from '../http/http-server.js';
+import type { ListenConfig } from '../start/serve-config.js';
+import { GrpcHealth } from './grpc-health.js';
+import { createIdService, type GrpcIdDeps } from './grpc-ids.js';
+import { loadServices } from './grpc-proto.js';
+
+/**
+ * A request is a tag (128 characters, up to 512 bytes of UTF-8) and a count: a few hundred bytes.
+ * 64 KiB leaves room for any metadata-free request and refuses a large one before it is parsed.
+ */
+export const MAX_RECEIVE_BYTES = 64 * 1024;
+
+/**
+ * Server settings. Streams per connection: 1000 unary calls in flight on one channel is far above
+ * what a client needs (the bench's load client holds 128), and bounds the memory one connection
+ * takes. Keepalive: the server pings a silent connection after 2 minutes and drops it when the ping
+ * goes 20 s unanswered (a client that vanished without a FIN); a connection with no call for
+ * 10 minutes is closed (clients reconnect on their next call).
+ */
+export const GRPC_SERVER_OPTIONS: ChannelOptions = {
+  'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+  'grpc.max_concurrent_streams': 1000,
+  'grpc.keepalive_time_ms': 120_000,
+  'grpc.keepalive_timeout_ms': 20_000,
+  'grpc.max_connection_idle_ms': 600_000,
+  // Channelz's per-call bookkeeping is for a debugging service frond does not serve.
+  'grpc.enable_channelz': 0,
+};
+
+/** What the gRPC port serves once the modes are open. */
+export interface GrpcServeDeps extends GrpcIdDeps {
+  readiness(): { ready: boolean };
+}
+
+/** The gRPC port once it listens. */
+export interface GrpcListening {
+  /** `host:port` as a client dials it: `127.0.0.1:50051`, `[::]:50051`. */
+  address: string;
+  port: number;
+  /** Answers every call from now on; those that came before wait for it. */
+  serve(deps: GrpcServeDeps): void;
+  /** Stops taking calls, lets those in flight finish, and cuts what is left after `timeoutMs`. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * `--grpc-port`, over TLS with the node's certificate when `tls` is given (the same pair as
+ * HTTPS). Taken at the start before the node claims anything, as the HTTP port is: calls that
+ * arrive before `serve` wait. Undefined when `--grpc-port` is 0 (off).
+ */
+export async function listenGrpc(
+  config: Pick<ListenConfig, 'grpcPort' | 'host'>,
+  tls: { cert: Buffer; key: Buffer } | undefined,
+  logger: Logger,
+): Promise<GrpcListening | undefined> {
+  if (config.grpcPort === 0) return undefined;
+  routeLibraryLog(logger);
+  const services = loadServices();
+  const server = new Server(GRPC_SERVER_OPTIONS);
+  let resolve: (deps: GrpcServeDeps) => void = () => {};
+  let reject: (error: Error) => void = () => {};
+  const deps = new Promise<GrpcServeDeps>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  const health = new GrpcHealth();
+  server.addService(services.ids, createIdService(deps, logger));
+  server.addService(services.health, health.implementation());
+  const credentials = tls ? new NodeTlsCredentials(tls) : ServerCredentials.createInsecure();
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const port = await new Promise<number>((done, fail) => {
+    server.bindAsync(`${host}:${config.grpcPort}`, credentials, (error, bound) =>
+      error ? fail(listenFailure(error, config)) : done(bound),
+    );
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    address: `${host}:${port}`,
+    port,
+    serve(ready) {
+      health.serve(() => ready.readiness());
+      resolve(ready);
+    },
+    close(timeoutMs) {
+      closing ??= new Promise<void>((done) => {
+        reject(new FrondError('SHUTTING_DOWN', 'the node is shutting down'));
+        health.close();
+        const timer = setTimeout(() => server.forceShutdown(), timeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          done();
+        });
+      });
+      return closing;
+    },
+  };
+}
+
+/**
+ * The node's certificate with HTTPS's TLS settings (TLS 1.2 and up, forward-secret AEAD suites
+ * only: `http/http-server.ts`). grpc-js's own `createSsl` would take Node's default suites, CBC
+ * ones among them, which the HTTPS port refuses.
+ */
+class NodeTlsCredentials extends ServerCredentials {
+  constructor(tls: { cert: Buffer; key: Buffer }) {
+    super(
+      { minVersion: 'TLSv1.2', ciphers: TLS_CIPHERS, requestCert: false },
+      { cert: tls.cert, key: tls.key },
+    );
+  }
+
+  _equals(other: ServerCredentials): boolean {
+    return other === this;
+  }
+}
+
+/** Why the gRPC port cannot be had, in one line naming the setting. */
+function listenFailure(error: Error, config: Pick<ListenConfig, 'grpcPort' | 'host'>): FrondError {
+  const at = `port ${config.grpcPort} on ${config.host}`;
+  const message = /EADDRINUSE/.test(error.message)
+    ? `${at} is in use (--grpc-port)`
+    : /EACCES|EPERM/.test(error.message)
+      ? `${at} needs a privilege this user lacks (--grpc-port): use a port from 1024 up`
+      : `cannot listen for gRPC on ${at} (${error.message.split('\n')[0]}) (--grpc-port, --host)`;
+  return new FrondError('INVALID_CONFIG', message, { cause: error });
+}
+
+/**
+ * grpc-js writes its own errors to stderr (a port in use is also "E No address added…" there),
+ * which would break the one-line error of a failed start and the JSON log: they go to the node's
+ * log instead, as warnings (what failed also reaches the caller as a status or a start error).
+ */
+function routeLibraryLog(logger: Logger): void {
+  const log = (...args: unknown[]) =>
+    logger.log('warn', 'grpc.library', { message: args.map(String).join(' ') });
+  setLogger({ error: log, info: () => {}, debug: () => {} });
+  setLogVerbosity(logVerbosity.ERROR);
+}
