@@ -29,6 +29,10 @@ export type LogEvent =
   | 'http.connections_above_limit'
   | 'http.no_ipv6'
   | 'http.internal_error'
+  | 'resp.listening'
+  | 'resp.protocol_error'
+  | 'resp.connections_full'
+  | 'resp.internal'
   // Segment mode (src/core) and its stores (src/stores).
   | 'opaque.declared'
   | 'opaque.declaration_unchecked'

@@ -7,6 +7,7 @@ import { type Cleanups, runCleanups } from './cleanups.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { closeHttp, listen } from './listen.js';
 import { openOpsSurface, startOpsSurface } from './ops-surface.js';
+import { openRespPort } from './resp-port.js';
 import { openSegmentMode } from './segment-mode.js';
 import type { ListenConfig, ServeConfig } from './serve-config.js';
 import { openSnowflakeMode } from './snowflake-mode.js';
@@ -41,6 +42,7 @@ export async function startServer(
       : undefined;
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
+    await openRespPort(config, tls, segment, snowflake, logger, cleanups);
     http.serve(
       createApp({
         segment: segment?.allocator,

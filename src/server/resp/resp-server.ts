@@ -1,0 +1,257 @@
+import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import type { Logger } from '../../core/logger.js';
+import { bindHost } from '../start/listen.js';
+import { createRespCommands, type RespDeps, type RespSession, runCommand } from './resp-commands.js';
+import { error } from './resp-encode.js';
+import { DEFAULT_RESP_LIMITS, type RespLimits, RespParser, RespProtocolError } from './resp-parser.js';
+
+/** How the RESP port listens and what one connection may hold. */
+export interface RespServerOptions {
+  host: string;
+  port: number;
+  tls: { cert: Buffer; key: Buffer } | undefined;
+  /** Connections held at once; more are closed as they arrive. */
+  maxConnections: number;
+  /** A connection that sends nothing for this long is closed (0: never). */
+  idleTimeoutMs: number;
+  /** Commands of one connection read and not yet answered; past it the socket is not read. */
+  maxInFlight: number;
+  /** On close, how long replies in flight may take before connections are cut. */
+  shutdownTimeoutMs: number;
+  limits?: Partial<RespLimits>;
+}
+
+/** 1,024 pipelined commands in flight: redis-benchmark's -P 16 × 50 clients is 16 per connection. */
+export const DEFAULT_RESP_MAX_IN_FLIGHT = 1024;
+
+export interface RespServer {
+  /** `redis://host:port` (`rediss://` with TLS). */
+  url: string;
+  port: number;
+  /** Stops accepting, finishes the replies in flight, then ends every connection. */
+  close(): Promise<void>;
+}
+
+/** One reply slot in order: filled now, or when its promise settles. */
+interface Slot {
+  reply: string | undefined;
+}
+
+/**
+ * One client: commands are read from each chunk in order and answered in that order. Replies that
+ * are ready join one string written at the end of the chunk; a command that waits (a segment load)
+ * holds a slot, and the replies after it are queued behind it, so order holds under pipelining.
+ * Past `maxInFlight` queued replies the socket is paused (TCP backpressure reaches the client)
+ * and the unread bytes stay in the parser, bounded by the kernel's buffer, not by frond's.
+ */
+class RespConnection {
+  private readonly parser: RespParser;
+  private readonly queue: Slot[] = [];
+  private out = '';
+  private paused = false;
+  private ending = false;
+  private readonly session: RespSession;
+
+  constructor(
+    private readonly socket: Socket,
+    id: number,
+    private readonly server: RespPort,
+  ) {
+    this.parser = new RespParser(server.options.limits);
+    this.session = { id, proto: 2, authed: false, name: undefined, quit: false };
+    socket.setNoDelay(true);
+    if (server.options.idleTimeoutMs > 0) {
+      socket.setTimeout(server.options.idleTimeoutMs, () => socket.destroy());
+    }
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => this.resume());
+    // A reset by the client is no failure of the node's.
+    socket.on('error', () => socket.destroy());
+  }
+
+  /** No reply is owed: nothing queued, nothing held back. */
+  get idle(): boolean {
+    return this.queue.length === 0 && this.out === '';
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.ending) return;
+    this.parser.push(chunk);
+    this.readCommands();
+  }
+
+  private readCommands(): void {
+    const { server, session } = this;
+    const max = server.options.maxInFlight;
+    try {
+      while (!this.ending) {
+        if (this.queue.length >= max) {
+          this.pause();
+          break;
+        }
+        const args = this.parser.next();
+        if (args === undefined) break;
+        const reply = runCommand(server.commands, args, session, server.needsAuth, server.logger);
+        if (typeof reply === 'string') {
+          if (this.queue.length === 0) this.out += reply;
+          else this.queue.push({ reply });
+        } else {
+          const slot: Slot = { reply: undefined };
+          this.queue.push(slot);
+          reply.then((text) => {
+            slot.reply = text;
+            this.drainQueue();
+          });
+        }
+        if (session.quit || server.closing) this.ending = true;
+      }
+    } catch (caught) {
+      if (!(caught instanceof RespProtocolError)) throw caught;
+      server.logger.log('debug', 'resp.protocol_error', { error: caught.message });
+      this.reply(error('ERR', `Protocol error: ${caught.message}`));
+      this.ending = true;
+    }
+    this.flush();
+  }
+
+  /** A reply at the end of the order (a protocol error, a shutdown). */
+  private reply(text: string): void {
+    if (this.queue.length === 0) this.out += text;
+    else this.queue.push({ reply: text });
+  }
+
+  private drainQueue(): void {
+    const queue = this.queue;
+    let i = 0;
+    while (i < queue.length && (queue[i] as Slot).reply !== undefined) {
+      this.out += (queue[i] as Slot).reply;
+      i++;
+    }
+    if (i === 0) return;
+    queue.splice(0, i);
+    this.flush();
+    if (this.paused && queue.length < this.server.options.maxInFlight) this.resume();
+  }
+
+  private flush(): void {
+    if (this.out !== '') {
+      const text = this.out;
+      this.out = '';
+      if (!this.socket.destroyed && !this.socket.write(text, 'utf8')) this.pause();
+    }
+    if (this.ending && this.queue.length === 0) this.finish();
+  }
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+  }
+
+  private resume(): void {
+    if (!this.paused || this.socket.writableNeedDrain) return;
+    if (this.queue.length >= this.server.options.maxInFlight) return;
+    this.paused = false;
+    this.socket.resume();
+    // Bytes already read wait in the parser: their commands run now.
+    this.readCommands();
+  }
+
+  private finished = false;
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.socket.end();
+  }
+
+  /** The node closes: no more commands are read; the replies owed are written, then the end. */
+  shutdown(): void {
+    this.ending = true;
+    this.flush();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+/** The listening RESP port and its connections. */
+class RespPort {
+  readonly commands: ReturnType<typeof createRespCommands>;
+  readonly needsAuth: boolean;
+  readonly connections = new Set<RespConnection>();
+  closing = false;
+  private nextId = 1;
+
+  constructor(
+    readonly options: RespServerOptions,
+    deps: RespDeps,
+    readonly logger: Logger,
+  ) {
+    this.commands = createRespCommands(deps);
+    this.needsAuth = deps.tokens.length > 0;
+  }
+
+  accept(socket: Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    const connection = new RespConnection(socket, this.nextId++, this);
+    this.connections.add(connection);
+    socket.once('close', () => this.connections.delete(connection));
+  }
+}
+
+/**
+ * Opens the RESP port (plain TCP, or TLS with the node's HTTP certificate) on `--host`. Its
+ * commands issue through `deps`, the node's own issuer and generator, so a tag's IDs over RESP and
+ * HTTP come from one buffer and never repeat.
+ */
+export async function openRespServer(
+  options: RespServerOptions,
+  deps: RespDeps,
+  logger: Logger,
+): Promise<RespServer> {
+  const port = new RespPort({ limits: DEFAULT_RESP_LIMITS, ...options }, deps, logger);
+  const onConnection = (socket: Socket) => port.accept(socket);
+  const server: Server = options.tls
+    ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onConnection)
+    : createNetServer(onConnection);
+  server.maxConnections = options.maxConnections;
+  server.on('drop', () =>
+    logger.log('warn', 'resp.connections_full', {
+      maxConnections: options.maxConnections,
+      message: `a RESP connection was refused: ${options.maxConnections} are open (--resp-max-connections)`,
+    }),
+  );
+  // A TLS handshake that fails is the client's problem, not the node's.
+  server.on('tlsClientError', () => {});
+  const host = await bindHost(server, { host: options.host, port: options.port }, logger).catch(
+    (caught: unknown) => {
+      // listen.ts names --port; this port is --resp-port.
+      if (caught instanceof Error) caught.message = caught.message.replace(/--port\b/g, '--resp-port');
+      throw caught;
+    },
+  );
+  const { port: bound } = server.address() as AddressInfo;
+  const url = `${options.tls ? 'rediss' : 'redis'}://${host.includes(':') ? `[${host}]` : host}:${bound}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= new Promise<void>((resolve) => {
+      port.closing = true;
+      const timer = setTimeout(() => {
+        for (const connection of port.connections) connection.destroy();
+      }, options.shutdownTimeoutMs);
+      server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      for (const connection of port.connections) connection.shutdown();
+    });
+    return closing;
+  };
+  return { url, port: bound, close };
+}
