@@ -3,7 +3,7 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, resp
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -15,12 +15,13 @@ import { runInProcess, SNOWFLAKE_LIMIT } from './in-process.js';
 import { describeMachine } from './lib/machine.js';
 import { renderSection, type Section, table } from './lib/markdown.js';
 import { integer, percent, si } from './lib/stats.js';
+import { runResp } from './resp.js';
 import { runScale } from './scale.js';
 import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
 
 const BIOME = new URL('../node_modules/.bin/biome', import.meta.url).pathname;
-const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape'] as const;
+const SUITES = ['in-process', 'http', 'boundary', 'scale', 'workers', 'client', 'scrape', 'resp'] as const;
 type Suite = (typeof SUITES)[number];
 
 const { values } = parseArgs({
@@ -55,6 +56,14 @@ const plan = quick
       workers: { rounds: 1, runS: 1, connections: 10, warmupS: 0, endpoints: 1 },
       client: { rounds: 1, runMs: 200, warmupMs: 200 },
       scrape: { tagCounts: [500], rate: 1_000, phaseMs: 1_000, rounds: 1, scrapeEveryMs: 250 },
+      resp: {
+        rounds: 1,
+        requests: 2_000,
+        pipelinedRequests: 8_000,
+        connections: 10,
+        httpS: 1,
+        warmupRequests: 2_000,
+      },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -74,6 +83,15 @@ const plan = quick
       client: { rounds: 3, runMs: 2_000, warmupMs: 1_000 },
       // About 75 s: per tag count, a warm-up second and 3 × (5 s without + 5 s with the scraper).
       scrape: { tagCounts: [10_000, 50_000], rate: 2_000, phaseMs: 5_000, rounds: 3, scrapeEveryMs: 1_000 },
+      // About 40 s: per round 2 × 200,000 INCRs unpipelined, 2 × 1,000,000 with -P 16, 3 s of HTTP.
+      resp: {
+        rounds: 3,
+        requests: 200_000,
+        pipelinedRequests: 1_000_000,
+        connections: 50,
+        httpS: 3,
+        warmupRequests: 500_000,
+      },
     };
 
 let lap = Date.now();
@@ -227,6 +245,35 @@ if (only.has('scrape')) {
       mark(row.with.p99 - row.without.p99 <= 5 && row.errors === 0),
     ]);
   }
+}
+
+if (only.has('resp')) {
+  log('RESP port against Redis (redis-benchmark)');
+  const { section, summary } = await runResp(plan.resp);
+  sections.push(section);
+  figures.resp = summary;
+  const against = (ratio: number | undefined) =>
+    ratio === undefined ? 'no Redis on 127.0.0.1:6379' : `${ratio.toFixed(2)}× Redis`;
+  targets.push(
+    [
+      'RESP `INCR tag` without pipelining (redis-benchmark -c 50)',
+      '≥ 0.8× Redis `INCR key`',
+      `${si(summary.frondRps)} ops/s = ${against(summary.vsRedis)}`,
+      mark((summary.vsRedis ?? 0) >= 0.8),
+    ],
+    [
+      'RESP `INCR tag` with `-P 16`',
+      '≥ 0.5× Redis',
+      `${si(summary.frondPipelinedRps)} ops/s = ${against(summary.vsRedisPipelined)}`,
+      mark((summary.vsRedisPipelined ?? 0) >= 0.5),
+    ],
+    [
+      'RESP `INCR tag` vs HTTP one ID',
+      '≥ 3× own HTTP',
+      `${summary.vsHttp.toFixed(2)}× (${si(summary.httpRps)} HTTP req/s)`,
+      mark(summary.vsHttp >= 3),
+    ],
+  );
 }
 
 const machine = describeMachine();
