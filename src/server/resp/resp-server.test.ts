@@ -159,3 +159,14 @@ describe('RESP server', () => {
     socket.destroy();
   });
 });
+
+describe('commandWeight', () => {
+  it('counts a batch by its size, anything else as 1', async () => {
+    const { commandWeight } = await import('./resp-server.js');
+    assert.equal(commandWeight(['INCR', 'a']), 1);
+    assert.equal(commandWeight(['ids', 'a', '10000']), 157);
+    assert.equal(commandWeight(['SNOWFLAKE', '64']), 2);
+    assert.equal(commandWeight(['SNOWFLAKE']), 1);
+    assert.equal(commandWeight(['IDS', 'a', 'x']), 1);
+  });
+});

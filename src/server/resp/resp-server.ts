@@ -36,6 +36,22 @@ export interface RespServer {
 /** One reply slot in order: filled now, or when its promise settles. */
 interface Slot {
   reply: string | undefined;
+  /** What it counts against `maxInFlight` (`commandWeight`). */
+  weight: number;
+}
+
+/**
+ * What one command counts against `maxInFlight`: 1, and for a batch (`IDS tag N`, `SNOWFLAKE N`)
+ * 1 more per 64 IDs, so replies owed to a client that does not read stay near 1,024 × 64 IDs
+ * (about 1.3 MB) per connection, not 1,024 batches of 10,000 (200 MB).
+ */
+export function commandWeight(args: readonly string[]): number {
+  const name = args[0] as string;
+  const count =
+    name.length === 3 && /^ids$/i.test(name) ? args[2] : /^snowflake$/i.test(name) ? args[1] : undefined;
+  if (count === undefined) return 1;
+  const n = Number(count);
+  return Number.isSafeInteger(n) && n > 0 ? 1 + Math.floor(Math.min(n, 1e6) / 64) : 1;
 }
 
 /**
@@ -49,6 +65,8 @@ class RespConnection {
   private readonly parser: RespParser;
   private readonly queue: Slot[] = [];
   private out = '';
+  /** The weights of the slots in `queue` (`commandWeight`). */
+  private inFlight = 0;
   private paused = false;
   private ending = false;
   private readonly session: RespSession;
@@ -86,7 +104,7 @@ class RespConnection {
     const max = server.options.maxInFlight;
     try {
       while (!this.ending) {
-        if (this.queue.length >= max) {
+        if (this.inFlight >= max) {
           this.pause();
           break;
         }
@@ -95,10 +113,10 @@ class RespConnection {
         const reply = runCommand(server.commands, args, session, server.needsAuth, server.logger);
         if (typeof reply === 'string') {
           if (this.queue.length === 0) this.out += reply;
-          else this.queue.push({ reply });
+          else this.push({ reply, weight: 1 });
         } else {
-          const slot: Slot = { reply: undefined };
-          this.queue.push(slot);
+          const slot: Slot = { reply: undefined, weight: commandWeight(args) };
+          this.push(slot);
           reply.then((text) => {
             slot.reply = text;
             this.drainQueue();
@@ -118,20 +136,27 @@ class RespConnection {
   /** A reply at the end of the order (a protocol error, a shutdown). */
   private reply(text: string): void {
     if (this.queue.length === 0) this.out += text;
-    else this.queue.push({ reply: text });
+    else this.push({ reply: text, weight: 1 });
+  }
+
+  private push(slot: Slot): void {
+    this.queue.push(slot);
+    this.inFlight += slot.weight;
   }
 
   private drainQueue(): void {
     const queue = this.queue;
     let i = 0;
     while (i < queue.length && (queue[i] as Slot).reply !== undefined) {
-      this.out += (queue[i] as Slot).reply;
+      const slot = queue[i] as Slot;
+      this.out += slot.reply;
+      this.inFlight -= slot.weight;
       i++;
     }
     if (i === 0) return;
     queue.splice(0, i);
     this.flush();
-    if (this.paused && queue.length < this.server.options.maxInFlight) this.resume();
+    if (this.paused && this.inFlight < this.server.options.maxInFlight) this.resume();
   }
 
   private flush(): void {
@@ -151,7 +176,7 @@ class RespConnection {
 
   private resume(): void {
     if (!this.paused || this.socket.writableNeedDrain) return;
-    if (this.queue.length >= this.server.options.maxInFlight) return;
+    if (this.inFlight >= this.server.options.maxInFlight) return;
     this.paused = false;
     this.socket.resume();
     // Bytes already read wait in the parser: their commands run now.
