@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -386,6 +386,30 @@ describe('RESP port: restarts and tools', () => {
       assert.equal(await cli('INCR', tag), '2003');
     } finally {
       await node.frond.stop();
+    }
+  });
+
+  it('stops a start whose RESP port is in use in one line, before any file is written', async () => {
+    const { runFrond } = await import('./support/frond-process.js');
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
+    const dataDir = tempDir();
+    try {
+      const result = await runFrond([
+        'serve',
+        '--resp-port',
+        String(port),
+        '--port',
+        '0',
+        '--data-dir',
+        dataDir,
+      ]);
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stderr.trim(), `frond: port ${port} on 127.0.0.1 is in use (--resp-port)`);
+      assert.deepEqual(readdirSync(dataDir), []);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
     }
   });
 

@@ -49,9 +49,9 @@ async function open(issuer: TagIssuer, options: Partial<RespServerOptions> = {})
       shutdownTimeoutMs: 2_000,
       ...options,
     },
-    { issuer, snowflake: undefined, layout: LEAF_LAYOUT, tokens: [], logger: silentLogger },
     silentLogger,
   );
+  server.serve({ issuer, snowflake: undefined, layout: LEAF_LAYOUT, tokens: [], logger: silentLogger });
   servers.push(server);
   return server;
 }
@@ -145,6 +145,36 @@ describe('RESP server', () => {
     d.socket.write('PING\r\n');
     await until(() => d.state.text === '+PONG\r\n', 'a new connection once the others are gone');
     d.socket.destroy();
+  });
+
+  it('holds a connection that arrives before serve, and answers it once served', async () => {
+    const fake = fakeIssuer();
+    const server = await openRespServer(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        tls: undefined,
+        maxConnections: 10,
+        idleTimeoutMs: 0,
+        maxInFlight: 16,
+        shutdownTimeoutMs: 1_000,
+      },
+      silentLogger,
+    );
+    servers.push(server);
+    const { socket, state } = rawClient(server.port);
+    socket.write('INCR ready\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(state.text, '');
+    server.serve({
+      issuer: fake.issuer,
+      snowflake: undefined,
+      layout: LEAF_LAYOUT,
+      tokens: [],
+      logger: silentLogger,
+    });
+    await until(() => state.text === ':1\r\n', 'the reply once served');
+    socket.destroy();
   });
 
   it('answers a protocol error after the replies owed, then closes', async () => {

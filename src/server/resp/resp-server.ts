@@ -29,6 +29,11 @@ export interface RespServer {
   /** `redis://host:port` (`rediss://` with TLS). */
   url: string;
   port: number;
+  /**
+   * Hands every connection to the commands on `deps` from now on; those that came before wait for
+   * it (their bytes unread), as HTTP requests wait for the modes to open.
+   */
+  serve(deps: RespDeps): void;
   /** Stops accepting, finishes the replies in flight, then ends every connection. */
   close(): Promise<void>;
 }
@@ -203,19 +208,25 @@ class RespConnection {
 
 /** The listening RESP port and its connections. */
 class RespPort {
-  readonly commands: ReturnType<typeof createRespCommands>;
-  readonly needsAuth: boolean;
+  commands: ReturnType<typeof createRespCommands> = new Map();
+  needsAuth = true;
   readonly connections = new Set<RespConnection>();
+  /** Connections that arrived before `serve`: not read yet. */
+  private waiting: Socket[] | undefined = [];
   closing = false;
   private nextId = 1;
 
   constructor(
     readonly options: RespServerOptions,
-    deps: RespDeps,
     readonly logger: Logger,
-  ) {
+  ) {}
+
+  serve(deps: RespDeps): void {
     this.commands = createRespCommands(deps);
     this.needsAuth = deps.tokens.length > 0;
+    const waiting = this.waiting ?? [];
+    this.waiting = undefined;
+    for (const socket of waiting) if (!socket.destroyed) this.accept(socket);
   }
 
   accept(socket: Socket): void {
@@ -223,23 +234,31 @@ class RespPort {
       socket.destroy();
       return;
     }
+    if (this.waiting !== undefined) {
+      this.waiting.push(socket);
+      socket.on('error', () => socket.destroy());
+      return;
+    }
     const connection = new RespConnection(socket, this.nextId++, this);
     this.connections.add(connection);
     socket.once('close', () => this.connections.delete(connection));
   }
+
+  /** Connections that never were served are cut: no command of theirs was read. */
+  dropWaiting(): void {
+    for (const socket of this.waiting ?? []) socket.destroy();
+    this.waiting = [];
+  }
 }
 
 /**
- * Opens the RESP port (plain TCP, or TLS with the node's HTTP certificate) on `--host`. Its
- * commands issue through `deps`, the node's own issuer and generator, so a tag's IDs over RESP and
- * HTTP come from one buffer and never repeat.
+ * Opens the RESP port (plain TCP, or TLS with the node's HTTP certificate) on `--host`, before the
+ * node claims anything, so a port in use stops the start before a file is written. Its commands
+ * issue through the deps `serve` hands it, the node's own issuer and generator, so a tag's IDs
+ * over RESP and HTTP come from one buffer and never repeat.
  */
-export async function openRespServer(
-  options: RespServerOptions,
-  deps: RespDeps,
-  logger: Logger,
-): Promise<RespServer> {
-  const port = new RespPort({ limits: DEFAULT_RESP_LIMITS, ...options }, deps, logger);
+export async function openRespServer(options: RespServerOptions, logger: Logger): Promise<RespServer> {
+  const port = new RespPort({ limits: DEFAULT_RESP_LIMITS, ...options }, logger);
   const onConnection = (socket: Socket) => port.accept(socket);
   const server: Server = options.tls
     ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onConnection)
@@ -267,6 +286,7 @@ export async function openRespServer(
   const close = () => {
     closing ??= new Promise<void>((resolve) => {
       port.closing = true;
+      port.dropWaiting();
       const timer = setTimeout(() => {
         for (const connection of port.connections) connection.destroy();
       }, options.shutdownTimeoutMs);
@@ -278,5 +298,5 @@ export async function openRespServer(
     });
     return closing;
   };
-  return { url, port: bound, close };
+  return { url, port: bound, close, serve: (deps) => port.serve(deps) };
 }

@@ -1,26 +1,20 @@
 import type { Logger } from '../../core/logger.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { TagIssuer } from '../opaque/tag-issuer.js';
-import { DEFAULT_RESP_MAX_IN_FLIGHT, openRespServer } from '../resp/resp-server.js';
-import type { Cleanups } from './cleanups.js';
+import { DEFAULT_RESP_MAX_IN_FLIGHT, openRespServer, type RespServer } from '../resp/resp-server.js';
 import type { SegmentMode } from './segment-mode.js';
 import type { ServeConfig } from './serve-config.js';
 
 /**
- * `--resp-port`: the Redis protocol beside HTTP, issuing through the node's own allocator (a
- * `TagIssuer` on it, plain or opaque as HTTP decides) and generator. Its close goes into
- * `cleanups`, after the modes it issues from, so it closes first: replies in flight are written
- * before the allocator and the generator stop.
+ * `--resp-port`: the Redis protocol beside HTTP, taken as early as the HTTP port (a port in use
+ * stops the start before the data dir is locked or a worker ID claimed); undefined when off.
  */
-export async function openRespPort(
+export async function listenResp(
   config: ServeConfig,
   tls: { cert: Buffer; key: Buffer } | undefined,
-  segment: SegmentMode | undefined,
-  snowflake: SnowflakeService | undefined,
   logger: Logger,
-  cleanups: Cleanups,
-): Promise<void> {
-  if (config.respPort === 0) return;
+): Promise<RespServer | undefined> {
+  if (config.respPort === 0) return undefined;
   const resp = await openRespServer(
     {
       host: config.host,
@@ -31,15 +25,31 @@ export async function openRespPort(
       maxInFlight: DEFAULT_RESP_MAX_IN_FLIGHT,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
     },
-    {
-      issuer: segment && new TagIssuer(segment.allocator, segment.opaque),
-      snowflake,
-      layout: config.layout,
-      tokens: config.tokens,
-      logger,
-    },
     logger,
   );
-  cleanups.push(() => resp.close());
   logger.log('info', 'resp.listening', { url: resp.url });
+  return resp;
+}
+
+/**
+ * Serves RESP from the node's own allocator (a `TagIssuer` on it, plain or opaque as HTTP decides)
+ * and generator, once the modes are open. Answers the port's close for `startServer` to push after
+ * the modes' cleanups, so it runs first: replies in flight are written before the allocator and
+ * the generator stop.
+ */
+export function serveResp(
+  resp: RespServer,
+  config: ServeConfig,
+  segment: SegmentMode | undefined,
+  snowflake: SnowflakeService | undefined,
+  logger: Logger,
+): () => Promise<void> {
+  resp.serve({
+    issuer: segment && new TagIssuer(segment.allocator, segment.opaque),
+    snowflake,
+    layout: config.layout,
+    tokens: config.tokens,
+    logger,
+  });
+  return () => resp.close();
 }
