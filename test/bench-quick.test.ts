@@ -37,6 +37,7 @@ describe('npm run bench -- --quick', () => {
       'Workers',
       'Client SDK, sustained',
       'Operator pages under ID load',
+      'RESP port',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 
