@@ -2,7 +2,13 @@ import { type AddressInfo, createServer as createNetServer, type Server, type So
 import { createServer as createTlsServer } from 'node:tls';
 import type { Logger } from '../../core/logger.js';
 import { bindHost } from '../start/listen.js';
-import { createRespCommands, type RespDeps, type RespSession, runCommand } from './resp-commands.js';
+import {
+  createRespCommands,
+  errorReply,
+  type RespDeps,
+  type RespSession,
+  runCommand,
+} from './resp-commands.js';
 import { error } from './resp-encode.js';
 import { DEFAULT_RESP_LIMITS, type RespLimits, RespParser, RespProtocolError } from './resp-parser.js';
 
@@ -93,11 +99,6 @@ class RespConnection {
     socket.on('error', () => socket.destroy());
   }
 
-  /** No reply is owed: nothing queued, nothing held back. */
-  get idle(): boolean {
-    return this.queue.length === 0 && this.out === '';
-  }
-
   private onData(chunk: Buffer): void {
     if (this.ending) return;
     this.parser.push(chunk);
@@ -130,9 +131,14 @@ class RespConnection {
         if (session.quit || server.closing) this.ending = true;
       }
     } catch (caught) {
-      if (!(caught instanceof RespProtocolError)) throw caught;
-      server.logger.log('debug', 'resp.protocol_error', { error: caught.message });
-      this.reply(error('ERR', `Protocol error: ${caught.message}`));
+      // Only the parser throws here (commands answer their own errors); anything else is a bug,
+      // answered and logged on this connection alone rather than thrown out of a socket event.
+      if (caught instanceof RespProtocolError) {
+        server.logger.log('debug', 'resp.protocol_error', { error: caught.message });
+        this.reply(error('ERR', `Protocol error: ${caught.message}`));
+      } else {
+        this.reply(errorReply(caught, server.logger));
+      }
       this.ending = true;
     }
     this.flush();
