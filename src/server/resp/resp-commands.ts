@@ -66,7 +66,6 @@ function info(session: RespSession, deps: RespDeps): string {
     'redis_version:7.2.0',
     `frond_version:${FROND_VERSION}`,
     'redis_mode:standalone',
-    `process_id:${process.pid}`,
     `segment_mode:${deps.issuer ? 'on' : 'off'}`,
     `snowflake_mode:${deps.snowflake ? 'on' : 'off'}`,
     '',
