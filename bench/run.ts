@@ -3,7 +3,7 @@
 //   --quick           small runs; writes nothing unless --out is given
 //   --out FILE        where the markdown goes (default bench/RESULTS.md; with --quick, stdout only)
 //   --json FILE       the figures as JSON as well (the quick-mode test reads it)
-//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, opaque, grpc
+//   --only a,b        some of: in-process, http, boundary, scale, workers, client, scrape, opaque, grpc, resp
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -18,6 +18,7 @@ import { describeMachine } from './lib/machine.js';
 import { renderSection, type Section, table } from './lib/markdown.js';
 import { integer, percent, si } from './lib/stats.js';
 import { runOpaqueBatch } from './opaque-batch.js';
+import { runResp } from './resp.js';
 import { runScale } from './scale.js';
 import { runScrape } from './scrape.js';
 import { runWorkers } from './workers.js';
@@ -33,6 +34,7 @@ const SUITES = [
   'scrape',
   'opaque',
   'grpc',
+  'resp',
 ] as const;
 type Suite = (typeof SUITES)[number];
 
@@ -74,6 +76,14 @@ const plan = quick
         chunkSamples: 20,
       },
       grpc: { rounds: 1, runS: 1, warmupS: 0, connections: 10, channels: 2, inFlight: 4, processes: 1 },
+      resp: {
+        rounds: 1,
+        requests: 2_000,
+        pipelinedRequests: 8_000,
+        connections: 10,
+        httpS: 1,
+        warmupRequests: 2_000,
+      },
     }
   : {
       inProcess: { runs: 5, runMs: 500, sampleSize: 2_000_000 },
@@ -97,6 +107,15 @@ const plan = quick
       opaque: { runs: 5, runMs: 500, chunkSamples: 500 },
       // About 2 minutes: six targets × (1 s warm-up + 3 rounds of 2 s), and the load clients' start each.
       grpc: { rounds: 3, runS: 2, warmupS: 1, connections: 10, channels: 2, inFlight: 32, processes: 2 },
+      // About 40 s: per round 2 × 200,000 INCRs unpipelined, 2 × 1,000,000 with -P 16, 3 s of HTTP.
+      resp: {
+        rounds: 3,
+        requests: 200_000,
+        pipelinedRequests: 1_000_000,
+        connections: 50,
+        httpS: 3,
+        warmupRequests: 500_000,
+      },
     };
 
 let lap = Date.now();
@@ -281,6 +300,35 @@ if (only.has('grpc')) {
     `\`Next\` ${si(summary.grpcNextCallsPerSecond)} calls/s vs ${si(summary.httpSegmentRps)} req/s = ${summary.nextVsHttp.toFixed(2)}×; server CPU ${summary.grpcNextCpuUsPerId.toFixed(1)} µs vs ${summary.httpSegmentCpuUsPerId.toFixed(1)} µs an ID; batches of 1000: ${summary.batchVsHttp.toFixed(2)}× HTTP's IDs/s; ${summary.duplicates} duplicates`,
     mark(summary.duplicates === 0 && summary.errors === 0),
   ]);
+}
+
+if (only.has('resp')) {
+  log('RESP port against Redis (redis-benchmark)');
+  const { section, summary } = await runResp(plan.resp);
+  sections.push(section);
+  figures.resp = summary;
+  const against = (ratio: number | undefined) =>
+    ratio === undefined ? 'no Redis on 127.0.0.1:6379' : `${ratio.toFixed(2)}× Redis`;
+  targets.push(
+    [
+      'RESP `INCR tag` without pipelining (redis-benchmark -c 50)',
+      '≥ 0.8× Redis `INCR key`',
+      `${si(summary.frondRps)} ops/s = ${against(summary.vsRedis)}`,
+      mark((summary.vsRedis ?? 0) >= 0.8),
+    ],
+    [
+      'RESP `INCR tag` with `-P 16`',
+      '≥ 0.5× Redis',
+      `${si(summary.frondPipelinedRps)} ops/s = ${against(summary.vsRedisPipelined)}`,
+      mark((summary.vsRedisPipelined ?? 0) >= 0.5),
+    ],
+    [
+      'RESP `INCR tag` vs HTTP one ID',
+      '≥ 3× own HTTP',
+      `${summary.vsHttp.toFixed(2)}× (${si(summary.httpRps)} HTTP req/s)`,
+      mark(summary.vsHttp >= 3),
+    ],
+  );
 }
 
 const machine = describeMachine();

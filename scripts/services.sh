@@ -39,6 +39,8 @@ install_missing() {
   command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
   command -v faketime >/dev/null 2>&1 || missing+=(faketime)
   [ -f "$FAKETIME_LIB" ] || missing+=(libfaketime)
+  # redis-cli and redis-benchmark: the RESP port's tests and bench drive it with the real tools.
+  command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
   [ "${#missing[@]}" -eq 0 ] && return 0
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
@@ -53,7 +55,7 @@ install_missing() {
   # Another apt-get (scripts/install-browser.sh) may hold the lock: wait up to 5 min for it.
   "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
   "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends \
-    zookeeper etcd-server etcd-client faketime libfaketime >/dev/null
+    zookeeper etcd-server etcd-client faketime libfaketime redis-tools >/dev/null
 }
 
 # Waits up to $2 tenths of a second for probe $1; the process of pid file $3 must stay alive.

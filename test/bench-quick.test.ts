@@ -41,6 +41,7 @@ describe('npm run bench -- --quick', () => {
       'Operator pages under ID load',
       'Opaque batches',
       'gRPC against HTTP',
+      'RESP port',
     ])
       assert.match(result.stdout, new RegExp(`^## ${title}`, 'm'));
 

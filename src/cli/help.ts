@@ -37,6 +37,10 @@ port speaks TLS. Not with --workers above 1. See docs/grpc.md.
 --workers N runs N processes on one port: IDs stay unique, and each process's IDs increase, but
 one URL is served by any of them, so successive answers from one URL need not increase
 (1 1001 2 1002). /metrics and /v1/stats add up all the processes.
+
+--resp-port N also serves the Redis protocol on port N (one process, not with --workers): any Redis
+client takes IDs with INCR tag, GET tag, IDS tag N, RANGES tag N, SNOWFLAKE [N] and DECODE id, with
+the token as the password (AUTH token) and TLS from --tls-cert. See docs/resp.md.
 `;
 
 /** Markdown to plain text: no backticks, a link becomes its text. */

@@ -40,6 +40,7 @@ export function serveConfig(settings: ServeSettings, host: ServeHost = currentHo
     ...segment,
     ...snowflake,
     ...sliceOf(SERVE_SETTINGS, 'ops', settings),
+    ...sliceOf(SERVE_SETTINGS, 'resp', settings),
   };
 }
 
@@ -47,6 +48,11 @@ export function serveConfig(settings: ServeSettings, host: ServeHost = currentHo
 function startConfig(settings: ServeSettings): StartConfig {
   if (!settings.segment && !settings.snowflake)
     throw usage('--no-segment and --no-snowflake together leave nothing to serve');
+  // The RESP port is one process's listener; node:cluster shares only the HTTP port among workers.
+  if (settings.respPort !== 0 && settings.workers > 1)
+    throw usage('--resp-port serves one process: run it without --workers, or one node per RESP port');
+  if (settings.respPort !== 0 && settings.respPort === settings.port)
+    throw usage(`--resp-port ${settings.respPort} is --port too: give the Redis protocol its own port`);
   return sliceOf(SERVE_SETTINGS, 'start', settings);
 }
 

@@ -31,6 +31,10 @@ export type LogEvent =
   | 'http.internal_error'
   | 'grpc.internal_error'
   | 'grpc.library'
+  | 'resp.listening'
+  | 'resp.protocol_error'
+  | 'resp.connections_full'
+  | 'resp.internal'
   // Segment mode (src/core) and its stores (src/stores).
   | 'opaque.declared'
   | 'opaque.declaration_unchecked'

@@ -58,6 +58,9 @@ export type SnowflakeConfig = Slice<'snowflake'> & {
   coordinator: CoordinatorConfig | undefined;
 };
 
+/** The Redis protocol's port and its limits (`resp-port.ts`); `respPort` 0 is off. */
+export type RespConfig = Slice<'resp'>;
+
 /** What operators read (`ops-surface.ts`). */
 export type OpsConfig = Slice<'ops'> & {
   /** Set in a `--workers` process: metrics and stats are answered for all the processes. */
@@ -74,4 +77,5 @@ export type ServeConfig = StartConfig &
   AccessConfig &
   SegmentConfig &
   SnowflakeConfig &
-  OpsConfig;
+  OpsConfig &
+  RespConfig;

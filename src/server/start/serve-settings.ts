@@ -24,9 +24,9 @@ const HOUR = 60 * MINUTE;
  * The parts of the server a setting is handed to, each typed from its entries in `serve-config.ts`:
  * `start` how the node is put together (`startServer`, `frond serve`), `listen` HTTP and its
  * shutdown, `access` who may ask and how often, `segment` and `snowflake` the two modes, `ops`
- * what operators read.
+ * what operators read, `resp` the Redis protocol's port (`--resp-port`).
  */
-export type ServeSlice = 'start' | 'listen' | 'access' | 'segment' | 'snowflake' | 'ops';
+export type ServeSlice = 'start' | 'listen' | 'access' | 'segment' | 'snowflake' | 'ops' | 'resp';
 
 /** `--workers` stops here: far above the cores of one machine, far below the 1024 worker IDs. */
 export const MAX_WORKERS = 64;
@@ -388,6 +388,36 @@ export const SERVE_SETTINGS = [
     max: 10 * MINUTE,
     unit: 'ms',
     help: 'a request (headers and body) that takes longer to arrive is answered 408 and its connection closed',
+  }),
+  integer({
+    name: 'respPort',
+    slice: 'resp',
+    flag: 'resp-port',
+    default: 0,
+    min: 0,
+    max: 65_535,
+    describedDefault: '`0` (off)',
+    help: 'also serve the Redis protocol (RESP2/RESP3) on this port, on `--host`: `INCR tag`, `GET tag`, `SNOWFLAKE`…, with TLS and `--token` as HTTP; not with `--workers` above 1; see [docs/resp.md](docs/resp.md)',
+  }),
+  integer({
+    name: 'respMaxConnections',
+    slice: 'resp',
+    flag: 'resp-max-connections',
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    help: 'RESP connections held at once; more are closed as they arrive',
+  }),
+  integer({
+    name: 'respIdleTimeoutMs',
+    slice: 'resp',
+    flag: 'resp-idle-timeout-ms',
+    default: 300_000,
+    min: 0,
+    max: 24 * HOUR,
+    unit: 'ms',
+    describedDefault: '`300000` (5 minutes)',
+    help: "a RESP connection that sends nothing for this long is closed (`0`: never), as Redis' `timeout`",
   }),
   string({
     name: 'tlsCert',

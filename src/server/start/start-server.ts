@@ -9,6 +9,7 @@ import { type Cleanups, runCleanups } from './cleanups.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { closeHttp, listen } from './listen.js';
 import { openOpsSurface, startOpsSurface } from './ops-surface.js';
+import { listenResp, serveResp } from './resp-port.js';
 import { openSegmentMode } from './segment-mode.js';
 import type { ListenConfig, ServeConfig } from './serve-config.js';
 import { openSnowflakeMode } from './snowflake-mode.js';
@@ -38,6 +39,9 @@ export async function startServer(
   let grpc: GrpcListening | undefined;
   try {
     grpc = await listenGrpc(config, tls, logger);
+    // Closed if a later step fails, and again (once: close is idempotent) before the modes at shutdown.
+    const resp = await listenResp(config, tls, logger);
+    if (resp) cleanups.push(() => resp.close());
     cleanups.push(lockDataDir(config.dataDir));
     const ops = openOpsSurface(config, clock);
     const segment = config.segment
@@ -46,6 +50,7 @@ export async function startServer(
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
     const rateLimiter = config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined;
+    if (resp) cleanups.push(serveResp(resp, config, segment, snowflake, logger));
     http.serve(
       createApp({
         segment: segment?.allocator,
