@@ -38,6 +38,17 @@ interface Summary {
   profiled: number;
   byFunction: Map<string, number>;
   byFile: Map<string, number>;
+  byGroup: Map<string, number>;
+}
+
+/** What a file belongs to: frond's code, Node's JavaScript, or the native code and V8 under them. */
+function groupOf(file: string): string {
+  if (file.startsWith('dist/')) return "frond's code (dist/)";
+  if (file.startsWith('node:')) return "Node's JavaScript (node:http, streams, events)";
+  if (file === '(native)') return 'native calls (writev, read: the socket work in the kernel)';
+  if (file === '(garbage collector)') return '(garbage collector)';
+  if (file === '(program)') return '(program): V8 and libuv outside JavaScript';
+  return 'other';
 }
 
 const path = process.argv[2] ?? '/api/segment/get/bench';
@@ -123,6 +134,7 @@ function summarise(target: Target): Summary {
   const count = requests.get(target) ?? 1;
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
+  const byGroup = new Map<string, number>();
   let total = 0;
   let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
@@ -136,6 +148,7 @@ function summarise(target: Target): Summary {
     const name = `${functionName || '(anonymous)'} ${url === '' ? '' : `${file}:${lineNumber + 1}`}`.trim();
     byFunction.set(name, (byFunction.get(name) ?? 0) + delta);
     byFile.set(file, (byFile.get(file) ?? 0) + delta);
+    byGroup.set(groupOf(file), (byGroup.get(groupOf(file)) ?? 0) + delta);
     total += delta;
   }
   if (total === 0)
@@ -150,6 +163,7 @@ function summarise(target: Target): Summary {
     profiled: total / count,
     byFunction: perRequest(byFunction),
     byFile: perRequest(byFile),
+    byGroup: perRequest(byGroup),
   };
 }
 
@@ -180,6 +194,13 @@ process.stdout.write(
     ),
     '',
     `CPU per request ×bare: ${(frondSummary.cpuPerRequest / bareSummary.cpuPerRequest).toFixed(3)}; profiled gap ${us(gap)} µs/request`,
+    '',
+    'Self time by kind of code, µs per request',
+    '',
+    table(
+      ['Code', ' frond', ' bare', ' frond − bare'],
+      excess(frondSummary.byGroup, bareSummary.byGroup, 10),
+    ),
     '',
     'Self time by file, µs per request (the largest excess over bare first)',
     '',
