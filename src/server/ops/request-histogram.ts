@@ -29,9 +29,10 @@ export class RequestHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   /**
-   * By route, then by status: no key string is built per request (`${route} ${status}` and its
-   * hash were 0.2 µs of a one-ID request's profile). `all` keeps the series in the order they came,
-   * which is the order a scrape lists them in.
+   * By route, then by status: no key string is built and hashed per request. With the string,
+   * `observe` and the timer around it took 1.5–1.7 µs of self time per one-ID request in
+   * bench/profile.ts; without it, 0.8. `all` keeps the series in the order they came, which is the
+   * order a scrape lists them in.
    */
   private readonly byRoute = new Map<string, Map<number, Series>>();
   private readonly all: Series[] = [];
