@@ -22,6 +22,8 @@ export interface HttpOptions {
   /** autocannon connections at saturation. */
   connections: number;
   warmupS: number;
+  /** false: the one-ID tables only (bench/http-one-id.ts, for before/after runs); true when absent. */
+  batches?: boolean;
 }
 
 /** The batch target of the issue: 5 M IDs/s with batches of 1000. */
@@ -54,6 +56,9 @@ export interface HttpSummary {
   /** Bare's server CPU per request over frond's (1 = as cheap as bare). */
   leafSegmentCpuRatio: number;
   leafSnowflakeCpuRatio: number;
+  /** `/v1/segment/bench`, one ID per request: requests/s and bare's CPU per request over its. */
+  v1SegmentRps: number;
+  v1SegmentCpuRatio: number;
   /** The opaque tag (`digits:11`) at one ID per request, and its requests/s over the plain tag's. */
   opaqueSegmentRps: number;
   opaqueVsPlain: number;
@@ -75,6 +80,8 @@ export async function frondDataDir(tags: string[] = ['bench'], step = 1000): Pro
   return dir;
 }
 
+/** A ratio to bare: `1.08×`. */
+const times = (ratio: number) => `${ratio.toFixed(2)}×`;
 const medianOf = (runs: readonly Run[], key: keyof Run) => median(runs.map((run) => run[key]));
 /** Microseconds of server CPU per answer, the median over the runs. */
 const cpuPerRequest = (runs: readonly Run[]) =>
@@ -140,6 +147,7 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
   const frond = await startFrondServer('frond', ['--port', '0', '--data-dir', dataDir], {
     FROND_OPAQUE_SECRET: secretHex,
   });
+  const withBatches = options.batches !== false;
   try {
     const baseline: Target = {
       name: 'bare node:http server (`res.end(String(++n))`)',
@@ -167,6 +175,7 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
         path: '/api/segment/get/bench-opaque',
         ids: 1,
       },
+      { name: 'frond `/v1/segment/bench` (one ID)', server: frond, path: '/v1/segment/bench', ids: 1 },
     ];
     const batch: Target[] = [
       baseline,
@@ -191,14 +200,16 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
     ];
     // Warm-up: JIT, connection pools, and the segment step's doubling from 1000 (thrown away).
     if (options.warmupS > 0)
-      for (const target of [...single, ...batch.slice(1)])
+      for (const target of [...single, ...(withBatches ? batch.slice(1) : [])])
         await saturate(`${target.server.url}${target.path}`, {
           connections: options.connections,
           durationS: options.warmupS,
         });
 
     const saturated = await alternate(single, options.rounds, (target) => saturationRun(target, options));
-    const batched = await alternate(batch, options.rounds, (target) => saturationRun(target, options));
+    const batched = withBatches
+      ? await alternate(batch, options.rounds, (target) => saturationRun(target, options))
+      : new Map<Target, Run[]>();
     const fixed = await alternate(single, options.rounds, (target) => fixedRun(target, options));
 
     const rps = (runs: Map<Target, Run[]>, target: Target) =>
@@ -217,6 +228,10 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
       leafSnowflakeCpuRatio:
         cpuPerRequest(saturated.get(baseline) ?? []) /
         cpuPerRequest(saturated.get(single[2] as Target) ?? []),
+      v1SegmentRps: rps(saturated, single[4] as Target),
+      v1SegmentCpuRatio:
+        cpuPerRequest(saturated.get(baseline) ?? []) /
+        cpuPerRequest(saturated.get(single[4] as Target) ?? []),
       opaqueSegmentRps: rps(saturated, single[3] as Target),
       opaqueVsPlain: rps(saturated, single[3] as Target) / rps(saturated, single[1] as Target),
       opaqueCpuVsPlain:
@@ -229,6 +244,7 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
         ...(fixed.get(single[1] as Target) ?? []),
         ...(fixed.get(single[2] as Target) ?? []),
         ...(fixed.get(single[3] as Target) ?? []),
+        ...(fixed.get(single[4] as Target) ?? []),
       ].reduce((sum, run) => sum + run.duplicates, 0),
       errors,
     };
@@ -246,31 +262,31 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
           [
             'Target',
             ' Requests/s',
-            ' vs bare',
+            ' req/s ×bare',
             ' p50',
             ' p99',
             ' p99.9',
             ' Errors',
             ' Server CPU',
             ' CPU µs/request',
-            ' vs bare',
+            ' CPU per request ×bare',
           ],
           single.map((target) => {
             const runs = saturated.get(target) ?? [];
             return [
               target.name,
               si(medianOf(runs, 'requestsPerSecond')),
-              percent(medianOf(runs, 'requestsPerSecond') / bareRps),
+              times(medianOf(runs, 'requestsPerSecond') / bareRps),
               ...latencyCells(runs),
               integer(runs.reduce((sum, run) => sum + run.errors, 0)),
               percent(medianOf(runs, 'cores')),
               cpuPerRequest(runs).toFixed(1),
-              percent(cpuPerRequest(saturated.get(baseline) ?? []) / cpuPerRequest(runs)),
+              times(cpuPerRequest(runs) / cpuPerRequest(saturated.get(baseline) ?? [])),
             ];
           }),
         ),
         notes: [
-          "Server CPU is the server process's CPU time over the run's wall time (100 % = one core). Below 100 %, the load generator (one JavaScript thread, like the server) set the pace, and requests/s understate the server; CPU µs/request, the server's CPU time per answer, compares the servers whatever the pace (its `vs bare` is bare's cost over this one's: 100 % = as cheap as bare).",
+          "Server CPU is the server process's CPU time over the run's wall time (100 % = one core). Below 100 %, the load generator (one JavaScript thread, like the server) set the pace, and requests/s understate the server; CPU µs/request, the server's CPU time per answer, compares the servers whatever the pace (its `×bare` is this one's cost over bare's: 1.00× = as cheap as bare; req/s ×bare is this one's requests/s over bare's).",
         ],
       },
       {
@@ -322,6 +338,8 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
             ' Errors',
             ' Duplicates',
             ' Server CPU',
+            ' CPU µs/request',
+            ' CPU per request ×bare',
           ],
           single.map((target) => {
             const runs = fixed.get(target) ?? [];
@@ -333,13 +351,17 @@ export async function runHttp(options: HttpOptions): Promise<{ sections: Section
               integer(runs.reduce((sum, run) => sum + run.errors, 0)),
               target === baseline ? '–' : integer(runs.reduce((sum, run) => sum + run.duplicates, 0)),
               percent(medianOf(runs, 'cores')),
+              cpuPerRequest(runs).toFixed(1),
+              times(cpuPerRequest(runs) / cpuPerRequest(fixed.get(baseline) ?? [])),
             ];
           }),
         ),
-        notes: [],
+        notes: [
+          'At a fixed rate every server answers the same requests, so CPU µs/request (server CPU time over answers, median of the rounds) is the fair comparison; its ×bare is over bare in the same rounds.',
+        ],
       },
     ];
-    return { sections, summary };
+    return { sections: withBatches ? sections : [sections[0] as Section, sections[2] as Section], summary };
   } finally {
     await Promise.all([bare.stop(), frond.stop()]);
   }

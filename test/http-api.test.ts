@@ -146,8 +146,18 @@ describe('HTTP API (real server, SQLite store)', () => {
   });
 
   it('hands out batches of 1 to 10,000 increasing decimal strings, and 400 for any other count', async () => {
+    // One ID, buffered or not, is the batch of one: the same bytes and headers either way.
+    const first = await call(base, `/v1/segment/${tag}`);
+    assert.match(first.body, /^\{"ids":\["[0-9]+"\]\}$/);
+    assert.equal(first.type, 'application/json; charset=utf-8');
+    assert.equal(first.headers['content-length'], String(first.body.length));
+    const flake = await call(base, '/v1/snowflake');
+    assert.match(flake.body, /^\{"ids":\["[0-9]+"\]\}$/);
+    assert.equal(flake.type, 'application/json; charset=utf-8');
+    assert.equal(flake.headers['content-length'], String(flake.body.length));
     const one = JSON.parse((await call(base, `/v1/segment/${tag}`)).body) as { ids: string[] };
     assert.equal(one.ids.length, 1);
+    assert.ok(Number(one.ids[0]) > Number((JSON.parse(first.body) as { ids: string[] }).ids[0]));
     const big = JSON.parse((await call(base, `/v1/segment/${tag}?count=10000`)).body) as { ids: string[] };
     assert.equal(big.ids.length, 10_000);
     const values = big.ids.map(Number);

@@ -9,9 +9,27 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 // Every answer carries content-length: `writeHead` without it makes node:http send the body chunked,
 // a header and framing more per answer and a multi-buffer writev instead of one write.
-export function sendText(res: ServerResponse, body: string): void {
-  res.writeHead(200, { 'content-type': TEXT_TYPE, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+/**
+ * The headers of a one-ID answer as the flat array `writeHead` takes (no object whose keys node:http
+ * walks with for…in and hasOwnProperty); slot 3 is the content-length, set just before each
+ * `writeHead`, which copies the array into the header text before it returns.
+ */
+const TEXT_HEADERS: [string, string, string, number] = ['content-type', TEXT_TYPE, 'content-length', 0];
+const JSON_HEADERS: [string, string, string, number] = ['content-type', JSON_TYPE, 'content-length', 0];
+
+/** One ID in decimal (`String(id)`: ASCII, so its length is its byte count), as Leaf answers it. */
+export function sendId(res: ServerResponse, decimal: string): void {
+  TEXT_HEADERS[3] = decimal.length;
+  res.writeHead(200, TEXT_HEADERS);
+  res.end(decimal);
+}
+
+/** `{"ids":["…"]}` for one ID in decimal: the bytes `idsJson([id])` makes, without a Buffer. */
+export function sendOneIdJson(res: ServerResponse, decimal: string): void {
+  const json = `{"ids":["${decimal}"]}`;
+  JSON_HEADERS[3] = json.length;
+  res.writeHead(200, JSON_HEADERS);
+  res.end(json);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -22,7 +40,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 /** JSON already encoded, as `idsJson` makes it. */
 export function sendJsonBytes(res: ServerResponse, status: number, json: Buffer): void {
-  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': json.length });
+  JSON_HEADERS[3] = json.length;
+  res.writeHead(status, JSON_HEADERS);
   res.end(json);
 }
 

@@ -139,7 +139,8 @@ export function createRouter<Label extends string>(
       // an ID route is a 405 whether or not a token came with it.
       if (route.access === 'admin') checkAdminAccess(req, access);
       const method = req.method ?? '';
-      let handler = route.byMethod.get(method);
+      // A route for `any` method has no map to look in (Leaf's ID routes: every one-ID request).
+      let handler = route.any === undefined ? route.byMethod.get(method) : undefined;
       if (handler === undefined && method === 'OPTIONS') {
         answerOptions(res, route.allow);
         return route.label;

@@ -3,7 +3,7 @@ import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
-import { sendHtml, sendText } from '../http/responses.js';
+import { sendHtml, sendId } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from '../leaf/leaf-errors.js';
 import {
@@ -60,17 +60,17 @@ export function createLeafHandlers(
       // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
       const tag = decodeTagPath(rawTag);
       const id = allocator.tryOne(tag);
-      if (id !== undefined) return sendText(res, String(id));
-      allocator.one(tag).then((value) => sendText(res, String(value)), leafFail(req, res, 'segment'));
+      if (id !== undefined) return sendId(res, String(id));
+      allocator.one(tag).then((value) => sendId(res, String(value)), leafFail(req, res, 'segment'));
     },
 
     // Leaf ignores the key (the router routes only a non-empty one).
     leafSnowflake(req, res) {
       const service = needSnowflake();
       const id = service.tryNext();
-      if (id !== undefined) return sendText(res, id.toString());
+      if (id !== undefined) return sendId(res, id.toString());
       // The slow path waits out a small clock step back, or reports why it cannot.
-      service.next().then((value) => sendText(res, value.toString()), leafFail(req, res, 'snowflake'));
+      service.next().then((value) => sendId(res, value.toString()), leafFail(req, res, 'snowflake'));
     },
 
     leafDecode(_req, res, _param, query) {

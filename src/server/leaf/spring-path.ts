@@ -39,8 +39,10 @@ export function matchesFixed(pattern: string, lookupPath: string): boolean {
  */
 export function segmentAfter(prefix: string, lookupPath: string): string | undefined {
   if (!lookupPath.startsWith(prefix)) return undefined;
-  const end = lookupPath.endsWith('/') ? lookupPath.length - 1 : lookupPath.length;
-  if (end <= prefix.length) return undefined;
-  const key = lookupPath.slice(prefix.length, end);
-  return key.includes('/') ? undefined : key;
+  // One scan for a slash after the prefix instead of endsWith, a copy and includes on the copy.
+  const slash = lookupPath.indexOf('/', prefix.length);
+  if (slash === -1) return lookupPath.length > prefix.length ? lookupPath.slice(prefix.length) : undefined;
+  // Only a trailing slash may follow the key, and the key must not be empty.
+  if (slash !== lookupPath.length - 1 || slash === prefix.length) return undefined;
+  return lookupPath.slice(prefix.length, slash);
 }

@@ -28,11 +28,22 @@ export class RequestHistogram {
   readonly help = 'HTTP request latency by route and status';
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  private readonly series = new Map<string, Series>();
+  /**
+   * By route, then by status: no key string is built and hashed per request. With the string,
+   * `observe` and the timer around it took 1.5–1.7 µs of self time per one-ID request in
+   * bench/profile.ts; without it, 0.8. `all` keeps the series in the order they came, which is the
+   * order a scrape lists them in.
+   */
+  private readonly byRoute = new Map<string, Map<number, Series>>();
+  private readonly all: Series[] = [];
 
   observe(route: string, status: number, seconds: number): void {
-    const key = `${route} ${status}`;
-    let series = this.series.get(key);
+    let statuses = this.byRoute.get(route);
+    if (statuses === undefined) {
+      statuses = new Map();
+      this.byRoute.set(route, statuses);
+    }
+    let series = statuses.get(status);
     if (series === undefined) {
       series = {
         route,
@@ -41,11 +52,13 @@ export class RequestHistogram {
         sum: 0,
         count: 0,
       };
-      this.series.set(key, series);
+      statuses.set(status, series);
+      this.all.push(series);
     }
+    const counts = series.counts;
     let bucket = 0;
     while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] as number)) bucket++;
-    (series.counts as Float64Array)[bucket] = ((series.counts as Float64Array)[bucket] as number) + 1;
+    counts[bucket] = (counts[bucket] as number) + 1;
     series.sum += seconds;
     series.count++;
   }
@@ -59,7 +72,7 @@ export class RequestHistogram {
     values: MetricValue[];
   }> {
     const values: MetricValue[] = [];
-    for (const { route, status, counts, sum, count } of this.series.values()) {
+    for (const { route, status, counts, sum, count } of this.all) {
       let cumulative = 0;
       for (let i = 0; i <= BUCKETS.length; i++) {
         cumulative += counts[i] as number;
@@ -79,7 +92,7 @@ export class RequestHistogram {
   totals(counts: (route: string) => boolean): { count: number; buckets: number[] } {
     const buckets = new Array<number>(BUCKETS.length + 1).fill(0);
     let count = 0;
-    for (const series of this.series.values()) {
+    for (const series of this.all) {
       if (!counts(series.route)) continue;
       count += series.count;
       for (let i = 0; i <= BUCKETS.length; i++)
@@ -89,6 +102,7 @@ export class RequestHistogram {
   }
 
   reset(): void {
-    this.series.clear();
+    this.byRoute.clear();
+    this.all.length = 0;
   }
 }
