@@ -5,6 +5,7 @@ import { parseSnowflakeId, type SnowflakeLayout } from '../../core/snowflake-lay
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { sameToken } from '../http/access.js';
 import { disabled } from '../http/mode-disabled.js';
+import type { RateLimiter } from '../http/rate-limit.js';
 import { MAX_COUNT, MAX_RANGE_COUNT } from '../ids/v1-handlers.js';
 import type { TagIssuer } from '../opaque/tag-issuer.js';
 import { FROND_VERSION } from '../ops/version.js';
@@ -34,11 +35,15 @@ export interface RespDeps {
   tokens: readonly string[];
   /** Where a failure that is not frond's own (a bug) is logged; the client sees INTERNAL. */
   logger: Logger;
+  /** `--rate-limit`: the node's one limiter, shared with HTTP and gRPC, by client address. */
+  rateLimiter?: RateLimiter | undefined;
 }
 
 /** One connection's state, as the commands change it. */
 export interface RespSession {
   readonly id: number;
+  /** The client's address: `--rate-limit` counts ID commands by it, as HTTP requests. */
+  readonly client: string;
   proto: RespProto;
   authed: boolean;
   name: string | undefined;
@@ -368,6 +373,7 @@ export function runCommand(
   session: RespSession,
   needsAuth: boolean,
   logger?: Logger,
+  rateLimiter?: RateLimiter,
 ): RespReply {
   const name = args[0] as string;
   const spec = commands.get(name) ?? commands.get(name.toUpperCase());
@@ -376,6 +382,7 @@ export function runCommand(
   if (spec.ids && needsAuth && !session.authed)
     return error('NOAUTH', 'Authentication required: this node needs a token, send AUTH <token>');
   try {
+    if (spec.ids) rateLimiter?.take(session.client);
     return spec.run(args, session);
   } catch (caught) {
     if (

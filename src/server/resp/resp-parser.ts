@@ -51,6 +51,12 @@ export class RespParser {
     return this.buffer.length - this.offset;
   }
 
+  /** Drops the bytes not parsed yet (their client is gone). */
+  discard(): void {
+    this.buffer = EMPTY;
+    this.offset = 0;
+  }
+
   push(chunk: Buffer): void {
     if (this.offset >= this.buffer.length) {
       this.buffer = chunk;

@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/logger.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
+import type { RateLimiter } from '../http/rate-limit.js';
 import { TagIssuer } from '../opaque/tag-issuer.js';
 import { DEFAULT_RESP_MAX_IN_FLIGHT, openRespServer, type RespServer } from '../resp/resp-server.js';
 import type { SegmentMode } from './segment-mode.js';
@@ -43,8 +44,10 @@ export function serveResp(
   segment: SegmentMode | undefined,
   snowflake: SnowflakeService | undefined,
   logger: Logger,
+  rateLimiter: RateLimiter | undefined,
 ): () => Promise<void> {
   resp.serve({
+    rateLimiter,
     issuer: segment && new TagIssuer(segment.allocator, segment.opaque),
     snowflake,
     layout: config.layout,

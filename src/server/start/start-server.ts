@@ -50,7 +50,7 @@ export async function startServer(
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
     const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
     const rateLimiter = config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined;
-    if (resp) cleanups.push(serveResp(resp, config, segment, snowflake, logger));
+    if (resp) cleanups.push(serveResp(resp, config, segment, snowflake, logger, rateLimiter));
     http.serve(
       createApp({
         segment: segment?.allocator,
