@@ -77,9 +77,9 @@ export async function startServer(
     });
     logger.log('info', 'listening', {
       url: http.url,
-      grpc: grpc?.address ?? 'off',
       segment: segment?.store.description ?? 'off',
       snowflakeWorkerId: snowflake?.workerId ?? 'off',
+      grpc: grpc?.address ?? 'off',
       maxConnections: http.maxConnections,
       descriptorLimit: http.descriptorLimit ?? 'unknown',
     });
