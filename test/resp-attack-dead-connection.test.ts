@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { freePort } from './support/tls-databases.js';
 
 /**
  * Attack finding (fails on 61c5c28): a client that pipelines batches without reading, then goes
@@ -10,14 +11,6 @@ import { randomTag } from './support/random-tag.js';
  * (RespConnection.drainQueue -> resume -> readCommands never checks socket.destroyed), so the node
  * goes on issuing IDs for nobody, at full CPU, long after the client left.
  */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { freePort } from './support/tls-databases.js';
 
 /**
  * Attack finding (fails on 61c5c28): pipelined INCRs from a few connections on a healthy SQLite
  * store are answered `-SEGMENT_UNAVAILABLE no IDs buffered for tag …; retry` — a waiter that loses
  * the race for 8 segment loads in a row (segment-buffer waitForId) gives up, though no load failed.
  */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Sends `count` pipelined INCRs on one connection, reads until `count` replies came (or 30 s). */
 function pipeline(port: number, tag: string, count: number): Promise<string[]> {

@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
 import { Redis } from 'ioredis';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { freePort } from './support/tls-databases.js';
 
 /** Findings of the attack on the RESP port: each test fails on 61c5c28. */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function rsaSelfSigned(dir: string): { cert: string; key: string } {
   const key = join(dir, 'key.pem');

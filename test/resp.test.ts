@@ -10,17 +10,9 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { type FrondProcess, startFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
+import { freePort } from './support/tls-databases.js';
 
 const run = promisify(execFile);
-
-/** A port free a moment ago: `--resp-port 0` means off, so the test picks one. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Node {
   frond: FrondProcess;

@@ -1,4 +1,5 @@
-import { createServer } from 'node:net';
+export { freePort } from './tls-databases.js';
+
 import {
   type ChannelCredentials,
   type Client,
@@ -85,16 +86,6 @@ export class GrpcTestClient {
     this.ids.close();
     this.health.close();
   }
-}
-
-/** A port free on 127.0.0.1 a moment ago (--grpc-port 0 means off, so a test picks one). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 /** The gRPC address of the node's `listening` log line (`grpc`). */
