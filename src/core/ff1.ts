@@ -226,6 +226,25 @@ export class Ff1 {
     return this.runDoubles(values, false, out);
   }
 
+  /** radix^v as a number, when the number rounds serve this domain (every frond domain). */
+  get halfModulus(): number | undefined {
+    return this.fastU === undefined ? undefined : this.fastV;
+  }
+
+  /**
+   * Encrypts values kept as their two halves, A = ⌊x / radix^v⌋ in `a` and B = x mod radix^v in
+   * `b`, the first `count` of each, in place: for a domain past 2^53 (digits:16..18, bits:54..63),
+   * whose values fit no double but whose halves do, so that a batch touches no bigint until its
+   * results are joined. The caller checks the ranges (A < radix^u, B < radix^v).
+   */
+  encryptHalves(a: Float64Array, b: Float64Array, count: number): void {
+    if (this.fastU === undefined || this.fastV === undefined)
+      throw new RangeError(`FF1: the halves of ${this.radix}^${this.length} do not fit the number rounds`);
+    if (a.length < count || b.length < count)
+      throw new RangeError(`FF1: ${count} values into halves too short`);
+    this.rounds(a, b, count, true);
+  }
+
   /**
    * `out` may be `values` itself (every value is read before any is written). The halves live in
    * scratch arrays of this instance, reused call after call: a call is synchronous and its result
