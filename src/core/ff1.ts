@@ -289,22 +289,32 @@ export class Ff1 {
       x = b;
       z = a;
     }
+    // With b <= 4 (every frond domain) a round writes only the round byte and the last word of
+    // each block, with assignments, and the cipher only reads the chain: the tiled state is
+    // copied in once per call, not once per round (a 16 KiB copy per round for 1,024 values).
+    const small = bytes <= 4;
+    if (small) chain.set(this.tiled.subarray(0, count * BLOCK));
+    const tail = d - 4;
     // Encrypting, the round function reads B (z) and changes A (x), then they swap; decrypting,
     // it reads A and changes B. Either way: read z, change x, swap.
     for (let step = 0; step < ROUNDS; step++) {
       const i = forward ? step : ROUNDS - 1 - step;
       const modulus = i % 2 === 0 ? modU : modV;
       const how = i % 2 === 0 ? howU : howV;
-      chain.set(this.tiled.subarray(0, count * BLOCK));
-      if (bytes <= 4) {
+      if (small) {
         // NUM(half) and, for b < 4, the round byte in the block's last word: one 32-bit write.
         const word = (bytes === 4 ? this.tailWord : this.tailWord ^ (i << (8 * bytes))) >>> 0;
-        const roundByte = (this.state[roundAt] as number) ^ i;
-        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
-          if (bytes === 4) chain[at + roundAt] = roundByte;
-          view.setUint32(at + 12, (word ^ (z[k] as number)) >>> 0);
-        }
+        if (bytes === 4) {
+          const roundByte = (this.state[roundAt] as number) ^ i;
+          for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+            chain[at + roundAt] = roundByte;
+            view.setUint32(at + 12, (word ^ (z[k] as number)) >>> 0);
+          }
+        } else
+          for (let k = 0, at = 12; k < count; k++, at += BLOCK)
+            view.setUint32(at, (word ^ (z[k] as number)) >>> 0);
       } else {
+        chain.set(this.tiled.subarray(0, count * BLOCK));
         for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
           chain[at + roundAt] = (chain[at + roundAt] as number) ^ i;
           writeHalf(chain, at + BLOCK - bytes, bytes, z[k] as number);
@@ -313,17 +323,44 @@ export class Ff1 {
       const s = this.cipher(chain);
       const out = new DataView(s.buffer, s.byteOffset, s.byteLength);
       const inverse = 1 / modulus;
-      for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
-        const y = reduce(out, at, d, modulus, inverse, how);
-        const other = x[k] as number;
-        if (forward) {
-          const c = other + y;
+      // The reductions every frond domain takes, inlined when encrypting (a bits domain: the last
+      // word masked; digits: two 32-bit words, or a word and two 16-bit ones), the rest through `reduce`.
+      if (how === LOW32 && forward) {
+        const mask = modulus === 4_294_967_296 ? -1 : modulus - 1;
+        for (let k = 0, at = tail; k < count; k++, at += BLOCK) {
+          const c = (x[k] as number) + ((out.getUint32(at) & mask) >>> 0);
           x[k] = c >= modulus ? c - modulus : c;
-        } else {
-          const c = other - y;
-          x[k] = c < 0 ? c + modulus : c;
         }
-      }
+      } else if (how === WORDS32 && d === 8 && forward) {
+        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+          const y = modExact(
+            modExact(out.getUint32(at), modulus, inverse) * 4_294_967_296 + out.getUint32(at + 4),
+            modulus,
+            inverse,
+          );
+          const c = (x[k] as number) + y;
+          x[k] = c >= modulus ? c - modulus : c;
+        }
+      } else if (how === WORDS16 && d === 8 && forward) {
+        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+          const r = modExact(out.getUint32(at), modulus, inverse);
+          const r2 = modExact(r * 65_536 + out.getUint16(at + 4), modulus, inverse);
+          const y = modExact(r2 * 65_536 + out.getUint16(at + 6), modulus, inverse);
+          const c = (x[k] as number) + y;
+          x[k] = c >= modulus ? c - modulus : c;
+        }
+      } else
+        for (let k = 0, at = 0; k < count; k++, at += BLOCK) {
+          const y = reduce(out, at, d, modulus, inverse, how);
+          const other = x[k] as number;
+          if (forward) {
+            const c = other + y;
+            x[k] = c >= modulus ? c - modulus : c;
+          } else {
+            const c = other - y;
+            x[k] = c < 0 ? c + modulus : c;
+          }
+        }
       const swap = x;
       x = z;
       z = swap;
