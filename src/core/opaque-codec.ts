@@ -162,8 +162,8 @@ export class OpaqueCodec {
    * the last cycle-walk step, and only the result is joined into a bigint, so a value costs one
    * BigInt instead of about 10 BigInt operations (the conversion, `min + id − 1`, the range
    * checks, two divisions to split, three to join, the walk's comparisons). The same IDs bit for
-   * bit; bigints out, as `encodeMany` answers. Undefined (the caller goes the bigint way) when a segment ID is
-   * not a safe integer.
+   * bit; bigints out, as `encodeMany` answers. Undefined (the caller goes the bigint way) when a
+   * segment ID is not a safe integer.
    */
   private encodeSplit(
     ids: readonly SegmentId[],
