@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
+import { type AddressInfo, createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
@@ -156,6 +156,42 @@ describe('gRPC: frond.v1.Ids and grpc.health.v1.Health on --grpc-port', () => {
     }
   });
 
+  it('counts each call in /metrics: HTTP request histogram by route grpc_*, the status HTTP answers, frond_errors_total', async () => {
+    const series = async () => {
+      const text = await (await fetch(`${node.url}/metrics`)).text();
+      const count = (route: string, code: number) =>
+        Number(
+          new RegExp(
+            `^frond_http_request_duration_seconds_count\\{route="${route}",status="${code}"\\} (\\d+)$`,
+            'm',
+          ).exec(text)?.[1] ?? 0,
+        );
+      const errors = Number(/^frond_errors_total\{code="INVALID_COUNT"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+      return {
+        next: count('grpc_next', 200),
+        batch: count('grpc_batch', 200),
+        bad: count('grpc_batch', 400),
+        errors,
+        text,
+      };
+    };
+    const before = await series();
+    for (let i = 0; i < 3; i++) await client.ok('Next', { tag: plain });
+    await client.ok('Batch', { tag: plain, count: 4 });
+    const bad = await client.call('Batch', { tag: plain, count: 10_001 });
+    assert.equal(bad.frondCode, 'INVALID_COUNT');
+    const after = await series();
+    assert.equal(after.next - before.next, 3);
+    assert.equal(after.batch - before.batch, 1);
+    assert.equal(after.bad - before.bad, 1);
+    assert.equal(after.errors - before.errors, 1);
+    // The HTTP series keep their name and labels: gRPC adds routes, not a label.
+    assert.match(
+      after.text,
+      /^frond_http_request_duration_seconds_bucket\{le="0\.00005",route="grpc_next",status="200"\} \d+$/m,
+    );
+  });
+
   it('refuses a request above 64 KiB before it is read (RESOURCE_EXHAUSTED)', async () => {
     const answer = await client.call('Next', { tag: 'x'.repeat(70_000) });
     assert.equal(answer.error?.code, status.RESOURCE_EXHAUSTED);
@@ -302,6 +338,46 @@ describe('gRPC: tokens, TLS, modes and settings', () => {
       assert.equal(next.error?.code, status.UNAVAILABLE, next.error?.details);
     } finally {
       client.close();
+      await node.stop();
+    }
+  });
+
+  it('--grpc-max-connections: a connection past it is closed as it arrives and logged; those held keep working', async () => {
+    const { node, address } = await startGrpcNode(['--data-dir', tempDir(), '--grpc-max-connections', '1']);
+    const first = new GrpcTestClient(address, credentials.createInsecure(), OWN_CONNECTION);
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.split(':').at(-1))];
+    try {
+      await first.ok('Snowflake', { count: 1 });
+      // A second connection: closed by the node without a byte (bounded by the 5 s timer).
+      const closed = await new Promise<string>((resolve) => {
+        const socket = createConnection({ host, port });
+        const timer = setTimeout(() => {
+          socket.destroy();
+          resolve('still open after 5 s');
+        }, 5_000);
+        socket.on('error', () => {});
+        socket.on('close', () => {
+          clearTimeout(timer);
+          resolve('closed');
+        });
+      });
+      assert.equal(closed, 'closed');
+      const second = new GrpcTestClient(address, credentials.createInsecure(), OWN_CONNECTION);
+      try {
+        const refused = await second.call('Snowflake', { count: 1 }, { deadlineMs: 2_000 });
+        assert.ok(refused.error, 'a second connection was served');
+      } finally {
+        second.close();
+      }
+      await first.ok('Snowflake', { count: 1 });
+      assert.ok(
+        node.logs.some(
+          (line) => line.includes('"grpc.connections_full"') && line.includes('--grpc-max-connections'),
+        ),
+        'no grpc.connections_full line',
+      );
+    } finally {
+      first.close();
       await node.stop();
     }
   });

@@ -31,6 +31,7 @@ export type LogEvent =
   | 'http.internal_error'
   | 'grpc.internal_error'
   | 'grpc.library'
+  | 'grpc.connections_full'
   | 'resp.listening'
   | 'resp.protocol_error'
   | 'resp.connections_full'

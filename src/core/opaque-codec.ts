@@ -71,6 +71,14 @@ export class OpaqueCodec {
   private readonly minNumber: number | undefined;
   private readonly capacityNumber: number | undefined;
   private scratch = new Float64Array(0);
+  /**
+   * A domain past 2^53 whose halves fit doubles (every frond domain): radix^v, and `min` split at
+   * it, for `encodeSplit`; undefined otherwise.
+   */
+  private readonly split: { modV: number; minHigh: number; minLow: number; capacity: number } | undefined;
+  private splitA = new Float64Array(0);
+  private splitB = new Float64Array(0);
+  private joinWords = new DataView(new ArrayBuffer(0));
 
   constructor(
     cipher: BlockCipher,
@@ -88,6 +96,25 @@ export class OpaqueCodec {
     this.capacity = this.ff1.size - this.min;
     this.minNumber = this.ff1.numbersFit ? Number(this.min) : undefined;
     this.capacityNumber = this.ff1.numbersFit ? Number(this.capacity) : undefined;
+    const modV = this.ff1.halfModulus;
+    // The join below needs radix^v ≤ 2^32 and A < 2^32: true of every frond domain (bits:63 has
+    // halves of 31 and 32 bits, digits:18 of 9 digits each).
+    if (
+      !this.ff1.numbersFit &&
+      modV !== undefined &&
+      modV <= 4_294_967_296 &&
+      this.ff1.size / BigInt(modV) <= 4_294_967_296n &&
+      !options.reference
+    ) {
+      const bigModV = BigInt(modV);
+      this.split = {
+        modV,
+        minHigh: Number(this.min / bigModV),
+        minLow: Number(this.min % bigModV),
+        // Rounded when past 2^53, which no segment ID this path takes (a safe integer) reaches.
+        capacity: Number(this.capacity),
+      };
+    }
   }
 
   /**
@@ -99,7 +126,10 @@ export class OpaqueCodec {
   encodeBatch(ids: readonly SegmentId[]): SegmentId[] {
     const min = this.minNumber;
     const capacity = this.capacityNumber;
-    if (min === undefined || capacity === undefined) return this.encodeMany(ids.map((id) => BigInt(id)));
+    if (min === undefined || capacity === undefined) {
+      const split = this.split && this.encodeSplit(ids, this.split);
+      return split ?? this.encodeMany(ids.map((id) => BigInt(id)));
+    }
     const count = ids.length;
     if (this.scratch.length < count)
       this.scratch = new Float64Array(Math.max(count, this.scratch.length * 2));
@@ -124,6 +154,86 @@ export class OpaqueCodec {
     const encoded: number[] = new Array(count);
     for (let k = 0; k < count; k++) encoded[k] = out[k] as number;
     return encoded;
+  }
+
+  /**
+   * `encodeBatch` for a domain past 2^53 (digits:16..18, bits:54..63): each value is kept as its
+   * two FF1 halves in doubles from the segment ID (split arithmetically, with `min` split once) to
+   * the last cycle-walk step, and only the result is joined into a bigint, so a value costs one
+   * BigInt instead of about 10 BigInt operations (the conversion, `min + id − 1`, the range
+   * checks, two divisions to split, three to join, the walk's comparisons). The same IDs bit for
+   * bit; bigints out, as `encodeMany` answers. Undefined (the caller goes the bigint way) when a
+   * segment ID is not a safe integer.
+   */
+  private encodeSplit(
+    ids: readonly SegmentId[],
+    split: { modV: number; minHigh: number; minLow: number; capacity: number },
+  ): bigint[] | undefined {
+    const { modV, minHigh, minLow, capacity } = split;
+    const count = ids.length;
+    if (this.splitA.length < count) {
+      this.splitA = new Float64Array(Math.max(count, this.splitA.length * 2));
+      this.splitB = new Float64Array(this.splitA.length);
+    }
+    const a = this.splitA;
+    const b = this.splitB;
+    for (let k = 0; k < count; k++) {
+      const id = ids[k] as SegmentId;
+      if (typeof id !== 'number' || !Number.isSafeInteger(id)) return undefined;
+      if (!(id >= 1 && id <= capacity)) throw this.pastCapacity(id);
+      // min + id − 1 split at radix^v: (minHigh + high + carry, minLow + low − carry·radix^v).
+      const s = id - 1;
+      const high = Math.floor(s / modV);
+      const low = minLow + (s - high * modV);
+      const carry = low >= modV ? 1 : 0;
+      a[k] = minHigh + high + carry;
+      b[k] = low - carry * modV;
+    }
+    this.ff1.encryptHalves(a, b, count);
+    // The cycle walk, as `walk` does it: x < min when its high half is below min's, or equal and
+    // its low half below.
+    for (let round = 0; ; round++) {
+      if (round === 64) throw walkTooLong();
+      const outside: number[] = [];
+      for (let k = 0; k < count; k++) {
+        const high = a[k] as number;
+        if (high < minHigh || (high === minHigh && (b[k] as number) < minLow)) outside.push(k);
+      }
+      if (outside.length === 0) break;
+      const againA = Float64Array.from(outside, (k) => a[k] as number);
+      const againB = Float64Array.from(outside, (k) => b[k] as number);
+      this.ff1.encryptHalves(againA, againB, outside.length);
+      for (let j = 0; j < outside.length; j++) {
+        const k = outside[j] as number;
+        a[k] = againA[j] as number;
+        b[k] = againB[j] as number;
+      }
+    }
+    // A·radix^v + B as two 32-bit words, in exact doubles, then one BigInt each (getBigUint64)
+    // instead of four (two conversions, a product, a sum). radix^v ≤ 2^32 and A < 2^31 for every
+    // frond domain; radix^v = c1·2^16 + c0, so every product and sum below stays under 2^49.
+    const c1 = Math.floor(modV / 65_536);
+    const c0 = modV - c1 * 65_536;
+    const words = this.joinView(count);
+    for (let k = 0, at = 0; k < count; k++, at += 8) {
+      const high = a[k] as number;
+      const m = high * c1;
+      const mh = Math.floor(m / 65_536);
+      const low = (m - mh * 65_536) * 65_536 + high * c0 + (b[k] as number);
+      const carry = Math.floor(low / 4_294_967_296);
+      words.setUint32(at, low - carry * 4_294_967_296, true);
+      words.setUint32(at + 4, mh + carry, true);
+    }
+    const encoded: bigint[] = new Array(count);
+    for (let k = 0, at = 0; k < count; k++, at += 8) encoded[k] = words.getBigUint64(at, true);
+    return encoded;
+  }
+
+  /** 8 bytes a value, reused call after call (a call is synchronous and copies its result out). */
+  private joinView(count: number): DataView {
+    if (this.joinWords.byteLength < count * 8)
+      this.joinWords = new DataView(new ArrayBuffer(Math.max(count * 8, this.joinWords.byteLength * 2)));
+    return this.joinWords;
   }
 
   encode(id: bigint): bigint {

@@ -6,7 +6,10 @@ import { parseSnowflakeId, type SnowflakeLayout } from '../../core/snowflake-lay
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { assertValidTag } from '../../core/tag.js';
 import { type AccessOptions, anyTokenMatches } from '../http/access.js';
+import { HTTP_STATUS } from '../http/http-status.js';
 import type { RateLimiter } from '../http/rate-limit.js';
+import { NO_OBSERVER, type RequestObserver } from '../http/request-timing.js';
+import { GRPC_ROUTES } from '../http/route-label.js';
 import { idModes } from '../ids/id-modes.js';
 import { MAX_COUNT, MAX_RANGE_COUNT } from '../ids/v1-handlers.js';
 import type { TagIssuer } from '../opaque/tag-issuer.js';
@@ -22,6 +25,12 @@ export interface GrpcIdDeps {
   /** `--rate-limit`, the same buckets as HTTP's: a client's address is one client on both. */
   rateLimiter: RateLimiter | undefined;
   logger: Logger;
+  /**
+   * The node's metrics (absent: not counted): each call is one observation of HTTP's request
+   * histogram, route `grpc_next`…, status the one HTTP answers the same outcome with (200, or the
+   * code's row in `http-status.ts`), and each failure one of `frond_errors_total`.
+   */
+  observer?: RequestObserver;
 }
 
 /**
@@ -72,6 +81,8 @@ export function peerAddress(peer: string): string {
 
 type Answer = (request: Record<string, unknown>, deps: GrpcIdDeps) => Promise<object> | object;
 
+type Method = keyof typeof GRPC_ROUTES;
+
 /**
  * The methods of `frond.v1.Ids`. `deps` resolves once the node's modes are open: a call that
  * arrives before waits for it, as an HTTP request does. Every call is checked for its token and
@@ -87,45 +98,57 @@ export function createIdService(deps: Promise<GrpcIdDeps>, logger: Logger): Unty
     () => {},
   );
   const unary =
-    (answer: Answer) =>
+    (method: Method, answer: Answer) =>
     (call: ServerUnaryCall<Record<string, unknown>, object>, callback: sendUnaryData<object>) => {
+      const started = performance.now();
+      const route = GRPC_ROUTES[method];
       const run = async (current: GrpcIdDeps) => {
         checkGrpcAccess(call.metadata, current.access);
         current.rateLimiter?.take(peerAddress(call.getPeer()));
         return answer(call.request, current);
       };
       (async () => run(ready ?? (await deps)))().then(
-        (reply) => callback(null, reply),
-        (error: unknown) => callback(grpcError(error, logger)),
+        (reply) => {
+          callback(null, reply);
+          (ready?.observer ?? NO_OBSERVER).request(route, 200, (performance.now() - started) / 1000);
+        },
+        (error: unknown) => {
+          const failure = grpcError(error, logger);
+          callback(failure);
+          // A call cut by the shutdown before the modes opened has no observer to count it.
+          const observer = ready?.observer ?? NO_OBSERVER;
+          observer.error(failure.frondCode);
+          observer.request(route, HTTP_STATUS[failure.frondCode], (performance.now() - started) / 1000);
+        },
       );
     };
 
   return {
-    Next: unary(async (request, { issuer, snowflake }) => {
+    Next: unary('Next', async (request, { issuer, snowflake }) => {
       const segment = idModes(issuer, snowflake).needSegment();
       const tag = assertValidTag(String(request.tag ?? ''));
       // A buffered ID is answered without waiting on the issuer's promise.
       const id = segment.tryOne(tag) ?? (await segment.one(tag));
       return { id: wire(id) };
     }),
-    Batch: unary(async (request, { issuer, snowflake }) => {
+    Batch: unary('Batch', async (request, { issuer, snowflake }) => {
       const segment = idModes(issuer, snowflake).needSegment();
       const tag = assertValidTag(String(request.tag ?? ''));
       const ids = await segment.many(tag, grpcCount(request.count));
       return { ids: ids.map(wire) };
     }),
-    Ranges: unary(async (request, { issuer, snowflake }) => {
+    Ranges: unary('Ranges', async (request, { issuer, snowflake }) => {
       const segment = idModes(issuer, snowflake).needSegment();
       const tag = assertValidTag(String(request.tag ?? ''));
       const count = grpcCount(request.count, MAX_RANGE_COUNT);
       return { ranges: wireRuns(await segment.ranges(tag, count)), count };
     }),
-    Snowflake: unary(async (request, { issuer, snowflake }) => {
+    Snowflake: unary('Snowflake', async (request, { issuer, snowflake }) => {
       const service = idModes(issuer, snowflake).needSnowflake();
       const ids = await service.nextMany(grpcCount(request.count));
       return { ids: ids.map(wire) };
     }),
-    Decode: unary((request, { layout }) => {
+    Decode: unary('Decode', (request, { layout }) => {
       const id = parseSnowflakeId(String(request.id ?? ''));
       const parts = layout.decompose(id);
       return {

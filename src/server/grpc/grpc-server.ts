@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import {
   type ChannelOptions,
   logVerbosity,
@@ -9,6 +10,7 @@ import {
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { TLS_CIPHERS } from '../http/http-server.js';
+import { bindHost } from '../start/listen.js';
 import type { ListenConfig } from '../start/serve-config.js';
 import { GrpcHealth } from './grpc-health.js';
 import { createIdService, type GrpcIdDeps } from './grpc-ids.js';
@@ -57,9 +59,14 @@ export interface GrpcListening {
  * `--grpc-port`, over TLS with the node's certificate when `tls` is given (the same pair as
  * HTTPS). Taken at the start before the node claims anything, as the HTTP port is: calls that
  * arrive before `serve` wait. Undefined when `--grpc-port` is 0 (off).
+ *
+ * The port is a plain `net.Server` of frond's whose connections go to grpc-js through a connection
+ * injector (TLS, if any, is grpc-js's HTTP/2 server's, on the injected socket): grpc-js's own
+ * `bindAsync` has no connection limit, and `net.Server.maxConnections` is what HTTP and RESP use
+ * for theirs (`--grpc-max-connections`; a connection past it is closed as it arrives).
  */
 export async function listenGrpc(
-  config: Pick<ListenConfig, 'grpcPort' | 'host'>,
+  config: Pick<ListenConfig, 'grpcPort' | 'grpcMaxConnections' | 'host'>,
   tls: { cert: Buffer; key: Buffer } | undefined,
   logger: Logger,
 ): Promise<GrpcListening | undefined> {
@@ -77,16 +84,28 @@ export async function listenGrpc(
   server.addService(services.ids, createIdService(deps, logger));
   server.addService(services.health, health.implementation());
   const credentials = tls ? new NodeTlsCredentials(tls) : ServerCredentials.createInsecure();
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const port = await new Promise<number>((done, fail) => {
-    server.bindAsync(`${host}:${config.grpcPort}`, credentials, (error, bound) =>
-      error ? fail(listenFailure(error, config)) : done(bound),
-    );
-  });
+  const injector = server.createConnectionInjector(credentials);
+  const port = createNetServer((socket) => injector.injectConnection(socket));
+  port.maxConnections = config.grpcMaxConnections;
+  port.on('drop', () =>
+    logger.log('warn', 'grpc.connections_full', {
+      maxConnections: config.grpcMaxConnections,
+      message: `a gRPC connection was refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
+    }),
+  );
+  const bound = await bindHost(port, { host: config.host, port: config.grpcPort }, logger).catch(
+    (caught: unknown) => {
+      // listen.ts names --port; this port is --grpc-port.
+      if (caught instanceof Error) caught.message = caught.message.replace(/--port\b/g, '--grpc-port');
+      throw caught;
+    },
+  );
+  const host = bound.includes(':') ? `[${bound}]` : bound;
+  const { port: number } = port.address() as AddressInfo;
   let closing: Promise<void> | undefined;
   return {
-    address: `${host}:${port}`,
-    port,
+    address: `${host}:${number}`,
+    port: number,
     serve(ready) {
       health.serve(() => ready.readiness());
       resolve(ready);
@@ -95,6 +114,8 @@ export async function listenGrpc(
       closing ??= new Promise<void>((done) => {
         reject(new FrondError('SHUTTING_DOWN', 'the node is shutting down'));
         health.close();
+        // No new connection; those open finish their calls (grpc-js sends them GOAWAY) within timeoutMs.
+        port.close();
         const timer = setTimeout(() => server.forceShutdown(), timeoutMs);
         server.tryShutdown(() => {
           clearTimeout(timer);
@@ -122,17 +143,6 @@ class NodeTlsCredentials extends ServerCredentials {
   _equals(other: ServerCredentials): boolean {
     return other === this;
   }
-}
-
-/** Why the gRPC port cannot be had, in one line naming the setting. */
-function listenFailure(error: Error, config: Pick<ListenConfig, 'grpcPort' | 'host'>): FrondError {
-  const at = `port ${config.grpcPort} on ${config.host}`;
-  const message = /EADDRINUSE/.test(error.message)
-    ? `${at} is in use (--grpc-port)`
-    : /EACCES|EPERM/.test(error.message)
-      ? `${at} needs a privilege this user lacks (--grpc-port): use a port from 1024 up`
-      : `cannot listen for gRPC on ${at} (${error.message.split('\n')[0]}) (--grpc-port, --host)`;
-  return new FrondError('INVALID_CONFIG', message, { cause: error });
 }
 
 /**

@@ -52,7 +52,10 @@ export const FROND_CODE_KEY = 'frond-code';
  * the code in trailing metadata (`frond-code`). Anything that is not a FrondError is a bug: the
  * client gets INTERNAL and the stack goes to the log, never to the client.
  */
-export function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
+export function grpcError(
+  error: unknown,
+  logger: Logger,
+): ServerErrorResponse & { frondCode: FrondErrorCode } {
   let failure: FrondError;
   if (isFrondError(error)) {
     failure = error;
@@ -65,5 +68,10 @@ export function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
   const metadata = new Metadata();
   metadata.set(FROND_CODE_KEY, failure.code);
   const details = `${failure.code}: ${failure.message}`;
-  return Object.assign(new Error(details), { code: GRPC_STATUS[failure.code], details, metadata });
+  return Object.assign(new Error(details), {
+    code: GRPC_STATUS[failure.code],
+    details,
+    metadata,
+    frondCode: failure.code,
+  });
 }

@@ -1,7 +1,8 @@
 /**
  * The `route` label of `frond_http_request_duration_seconds`, one per entry of the route table;
- * `other` for a path no route matched. In a file of its own so that metrics count requests by it
- * without importing the table, whose handlers import metrics.
+ * `other` for a path no route matched; `grpc_*` for a method of `frond.v1.Ids` on `--grpc-port`
+ * (GRPC_ROUTES). In a file of its own so that metrics count requests by it without importing the
+ * table, whose handlers import metrics.
  */
 export type RouteLabel =
   | 'leaf_segment'
@@ -18,4 +19,16 @@ export type RouteLabel =
   | 'stats'
   | 'readyz'
   | 'admin'
-  | 'other';
+  | 'other'
+  | GrpcRouteLabel;
+
+/** The route label of each `frond.v1.Ids` method: a fixed set, as HTTP's routes are. */
+export const GRPC_ROUTES = {
+  Next: 'grpc_next',
+  Batch: 'grpc_batch',
+  Ranges: 'grpc_ranges',
+  Snowflake: 'grpc_snowflake',
+  Decode: 'grpc_decode',
+} as const;
+
+export type GrpcRouteLabel = (typeof GRPC_ROUTES)[keyof typeof GRPC_ROUTES];

@@ -9,12 +9,10 @@ import type { OpaqueSecret } from './opaque-keys.js';
 /** Segment IDs a refill takes at least: about 0.6 µs an ID encoded in a batch, ~10 µs alone. */
 export const OPAQUE_BATCH = 1024;
 /**
- * Segment IDs encoded in one synchronous step; a refill gives the event loop a turn between steps,
- * so a batch of 10,000 never holds it for the 5 to 10 ms its encoding takes. Measured on a 2-core
- * machine (bench/opaque-batch.ts): 256 IDs take 0.1 to 0.4 ms (bits:53 to digits:18), 512 take
- * 0.2 to 0.7 ms. 256 leaves room under 1 ms for the request's own work in the same turn (its
- * slice of the queue, its JSON), at about the same cost per ID: one AES call per round already
- * covers 256 blocks.
+ * The fixed step size refills used before they were paced by time (OPAQUE_STEP_MS): kept as the
+ * bench's reference row and the tests' step. Measured on a 2-core machine (bench/opaque-batch.ts),
+ * 256 IDs took 0.1 to 0.4 ms at the median (bits:53 to digits:18) but up to 1.4 ms at the p99: a
+ * count of IDs cannot say how long a step takes on another domain or machine, a clock can.
  */
 export const OPAQUE_CHUNK = 256;
 /** A refill starts when fewer than this many encoded IDs are left, so a request rarely waits. */
@@ -70,8 +68,8 @@ export class OpaqueTag {
   }
 
   /**
-   * One refill at a time: the next batch of segment IDs, encoded OPAQUE_CHUNK at a time with a turn
-   * of the event loop between chunks. The encoded IDs join the queue once, at the end, with the
+   * One refill at a time: the next batch of segment IDs, encoded in steps of about OPAQUE_STEP_MS
+   * with a turn of the event loop between steps (`encodeInChunks`). The encoded IDs join the queue once, at the end, with the
    * queue as it is then (requests served from it meanwhile moved `at`); each chunk is encoded in
    * one synchronous call into arrays of its own, so nothing another batch does between chunks
    * (a decode, another tag's refill) can touch them.
@@ -81,8 +79,13 @@ export class OpaqueTag {
     const run = (async () => {
       const ids = await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast), this.key);
       // A batch that straddles the end of the domain serves what fits; past it, ID_RANGE_EXHAUSTED.
+      // A number compared with a number: against the bigint capacity each comparison of a number
+      // ID cost 20 to 35 ns (of the ~300 an opaque ID costs); Number(capacity) rounds only past
+      // 2^53, which no number ID reaches.
       const capacity = this.codec.capacity;
-      const inside = (id: SegmentId) => id >= 1 && id <= capacity;
+      const capacityNumber = Number(capacity);
+      const inside = (id: SegmentId) =>
+        typeof id === 'number' ? id >= 1 && id <= capacityNumber : id >= 1n && id <= capacity;
       const fits = ids.every(inside) ? ids : ids.filter(inside);
       const encoded = await encodeInChunks(this.codec, fits.length === 0 ? ids : fits);
       this.queue = this.at === 0 ? this.queue.concat(encoded) : this.queue.slice(this.at).concat(encoded);
@@ -97,17 +100,75 @@ export class OpaqueTag {
   }
 }
 
-/** `codec.encodeBatch(ids)`, OPAQUE_CHUNK IDs per synchronous step, yielding between steps. */
+/**
+ * How long one synchronous step of a refill may encode, in ms of `now()`. 1 ms is the goal for any
+ * block of the event loop; 0.4 leaves the request served in the same turn its own work (its slice of
+ * the queue, its JSON: ~0.06 µs an ID) and the variation of one call (a call's p99 is 2 to 3 times
+ * its median on a busy 2-core machine, bench/RESULTS.md's chunk table).
+ */
+export const OPAQUE_STEP_MS = 0.4;
+/** Fewest IDs in one `encodeBatch` call: below ~64 the per-call cost (a few µs) outweighs the IDs'. */
+const MIN_STEP_IDS = 64;
+/** Most IDs in one call: 4,096 × 0.5 µs is 2 ms, so only a machine 5 times faster than the bench's reaches it. */
+const MAX_STEP_IDS = 4096;
+/** The first estimate of a codec's cost (ms an ID), before one of its calls was timed: the slowest domain's. */
+const FIRST_MS_PER_ID = 0.0015;
+
+/** How a refill paces its encoding: the step's budget and the clock it is measured with. */
+export interface StepPacing {
+  budgetMs: number;
+  /** ms, as `performance.now()`; injected by tests. */
+  now(): number;
+}
+
+export const DEFAULT_PACING: StepPacing = { budgetMs: OPAQUE_STEP_MS, now: () => performance.now() };
+
+/**
+ * A codec's last measured cost an ID (ms), so that each refill's first step is sized right: a
+ * weighted mean of its calls (the last weighs 1/4, so one call stretched by a GC or another
+ * process's turn moves the estimate, and so the next step's size, by a quarter of its excess).
+ */
+const msPerId = new WeakMap<OpaqueCodec, number>();
+
+/**
+ * `codec.encodeBatch(ids)` in synchronous steps of about `budgetMs` each, yielding a turn of the
+ * event loop between steps. A step is one `encodeBatch` call (the cost an ID falls with the size
+ * of a call: one AES call per round covers every block) of as many IDs as the codec's measured cost
+ * fits in the budget, 64 to 4,096. `pacing` a number: fixed steps of that many IDs (tests, the
+ * bench's table of call sizes).
+ */
 export async function encodeInChunks(
   codec: OpaqueCodec,
   ids: readonly SegmentId[],
-  chunk = OPAQUE_CHUNK,
+  pacing: StepPacing | number = DEFAULT_PACING,
 ): Promise<SegmentId[]> {
-  if (ids.length <= chunk) return codec.encodeBatch(ids);
+  const fixed = typeof pacing === 'number' ? pacing : undefined;
   const out: SegmentId[] = [];
-  for (let at = 0; at < ids.length; at += chunk) {
+  let at = 0;
+  while (at < ids.length) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    for (const id of codec.encodeBatch(ids.slice(at, at + chunk))) out.push(id);
+    let size: number;
+    if (fixed !== undefined) size = fixed;
+    else {
+      const cost = msPerId.get(codec) ?? FIRST_MS_PER_ID;
+      size = Math.min(
+        MAX_STEP_IDS,
+        Math.max(MIN_STEP_IDS, Math.floor((pacing as StepPacing).budgetMs / cost)),
+      );
+    }
+    // A rest smaller than a step's worth goes with this step rather than in a turn of its own.
+    if (ids.length - at < size + MIN_STEP_IDS) size = ids.length - at;
+    const part = at === 0 && size >= ids.length ? ids : ids.slice(at, at + size);
+    const started = fixed === undefined ? (pacing as StepPacing).now() : 0;
+    const encoded = codec.encodeBatch(part);
+    if (fixed === undefined) {
+      const took = ((pacing as StepPacing).now() - started) / part.length;
+      const last = msPerId.get(codec);
+      msPerId.set(codec, last === undefined ? took : 0.75 * last + 0.25 * took);
+    }
+    if (at === 0 && part.length === ids.length) return encoded;
+    for (const id of encoded) out.push(id);
+    at += part.length;
   }
   return out;
 }

@@ -40,6 +40,8 @@ const EMPTY = Buffer.alloc(0);
 export class RespParser {
   private buffer: Buffer = EMPTY;
   private offset = 0;
+  /** Where the line `header` read last ends: set beside its value rather than in a tuple per line. */
+  private afterHeader = 0;
   private readonly limits: RespLimits;
 
   constructor(limits: Partial<RespLimits> = {}) {
@@ -112,12 +114,11 @@ export class RespParser {
   private multibulk(): string[] | undefined | null {
     const buffer = this.buffer;
     let at = this.offset;
-    const header = this.header(at, 'multibulk');
-    if (header === undefined) return undefined;
-    const [count, afterHeader] = header;
+    const count = this.header(at, 'multibulk');
+    if (count === undefined) return undefined;
     if (count > this.limits.maxArgs)
       throw new RespProtocolError(`invalid multibulk length: more than ${this.limits.maxArgs} arguments`);
-    at = afterHeader;
+    at = this.afterHeader;
     if (count <= 0) {
       this.offset = at;
       return null;
@@ -127,9 +128,9 @@ export class RespParser {
       if (at >= buffer.length) return undefined;
       if (buffer[at] !== 0x24 /* '$' */)
         throw new RespProtocolError(`expected '$', got '${printable(buffer[at] as number)}'`);
-      const bulk = this.header(at, 'bulk');
-      if (bulk === undefined) return undefined;
-      const [length, afterBulkHeader] = bulk;
+      const length = this.header(at, 'bulk');
+      if (length === undefined) return undefined;
+      const afterBulkHeader = this.afterHeader;
       if (length < 0 || length > this.limits.maxBulkBytes)
         throw new RespProtocolError(
           `invalid bulk length: use 0 to ${this.limits.maxBulkBytes} bytes per argument`,
@@ -140,7 +141,8 @@ export class RespParser {
       }
       if (buffer[end] !== CR || buffer[end + 1] !== LF)
         throw new RespProtocolError('a bulk string is not followed by \\r\\n');
-      args[i] = buffer.toString('utf8', afterBulkHeader, end);
+      args[i] =
+        i === 0 ? commandName(buffer, afterBulkHeader, end) : buffer.toString('utf8', afterBulkHeader, end);
       at = end + 2;
     }
     this.offset = at;
@@ -148,10 +150,11 @@ export class RespParser {
   }
 
   /**
-   * The integer of a `*N\r\n` or `$N\r\n` line at `at` and the index after it; undefined when the
-   * line has not arrived. Digits are read by hand: no string is made for the common case.
+   * The integer of a `*N\r\n` or `$N\r\n` line at `at` (the index after it in `afterHeader`);
+   * undefined when the line has not arrived. Digits are read by hand: no string is made, and no
+   * tuple (three per `INCR tag`, the commonest command).
    */
-  private header(at: number, what: 'multibulk' | 'bulk'): [number, number] | undefined {
+  private header(at: number, what: 'multibulk' | 'bulk'): number | undefined {
     const buffer = this.buffer;
     const end = this.lineEnd(at, 32, `${what} length line`);
     if (end < 0) return undefined;
@@ -171,8 +174,32 @@ export class RespParser {
       // Far past any limit: refused before the number loses precision.
       if (value > 0x7fffffff) throw new RespProtocolError(`invalid ${what} length`);
     }
-    return [negative ? -value : value, end + 1];
+    this.afterHeader = end + 1;
+    return negative ? -value : value;
   }
+}
+
+/** The ID commands' names as clients send them, shared rather than decoded per command. */
+const NAMES = ['INCR', 'incr', 'GET', 'get', 'IDS', 'ids', 'SNOWFLAKE', 'snowflake'];
+
+/**
+ * A command's name: one of NAMES when its bytes are, with no string made (`toString` crosses into
+ * C++: for `INCR`, 0.5 to 0.9 µs against 0.06 to 0.13 for this loop, timed side by side on the
+ * loaded 2-core bench machine), else decoded.
+ */
+function commandName(buffer: Buffer, from: number, to: number): string {
+  const length = to - from;
+  for (const name of NAMES) {
+    if (name.length !== length) continue;
+    let same = true;
+    for (let i = 0; i < length; i++)
+      if (buffer[from + i] !== name.charCodeAt(i)) {
+        same = false;
+        break;
+      }
+    if (same) return name;
+  }
+  return buffer.toString('utf8', from, to);
 }
 
 /**

@@ -12,6 +12,7 @@ const CONFIG: ListenConfig = {
   host: '127.0.0.1',
   port: 0,
   grpcPort: 0,
+  grpcMaxConnections: 10_000,
   maxConnections: 64,
   requestTimeoutMs: 5_000,
   shutdownTimeoutMs: 1_000,

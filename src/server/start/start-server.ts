@@ -74,6 +74,7 @@ export async function startServer(
       access: config,
       rateLimiter,
       logger,
+      observer: ops.metrics,
     });
     logger.log('info', 'listening', {
       url: http.url,
