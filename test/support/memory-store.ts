@@ -2,6 +2,7 @@ import { FrondError } from '../../src/core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import {
   type CataloguedStore,
+  type FormatSetting,
   type NewTag,
   type OpaqueSetting,
   opaqueNameUsed,
@@ -90,7 +91,7 @@ export class MemoryStore implements CataloguedStore {
       maxId: row.maxId,
       step: used,
       tableStep: row.step,
-      kind: setting ? { opaque: { ...setting } } : PLAIN_KIND,
+      kind: setting ? { opaque: { ...setting }, format: null } : PLAIN_KIND,
     };
   }
 
@@ -138,7 +139,7 @@ export class MemoryStore implements CataloguedStore {
 
   async tag(tag: string): Promise<TagEntry | undefined> {
     const row = this.rows.get(tag);
-    return row && { ...toTagRow(tag, row), opaque: this.opaque.get(tag) ?? null };
+    return row && { ...toTagRow(tag, row), opaque: this.opaque.get(tag) ?? null, format: null };
   }
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
@@ -176,6 +177,11 @@ export class MemoryStore implements CataloguedStore {
     const kept = recorded !== undefined && recorded > row.maxId ? recorded : row.maxId;
     this.highWater.set(tag, kept);
     return kept;
+  }
+
+  // BASE BRANCH ONLY: formats are built on formats-store.
+  async listFormats(): Promise<Map<string, FormatSetting>> {
+    return new Map();
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {

@@ -153,7 +153,7 @@ export class OpaqueTags {
    */
   async preload(): Promise<void> {
     const opaque = await this.segment.store.listOpaque();
-    for (const [tag, setting] of opaque) this.learn(tag, { opaque: setting });
+    for (const [tag, setting] of opaque) this.learn(tag, { opaque: setting, format: null });
   }
 
   /** The mode `tag` was last learned in (undefined: none yet, served as plain until a grant says otherwise). */
@@ -210,7 +210,7 @@ export class OpaqueTags {
         .then((entry) =>
           entry === undefined
             ? undefined
-            : this.learn(tag, entry.opaque === null ? PLAIN_KIND : { opaque: entry.opaque }),
+            : this.learn(tag, entry.opaque === null ? PLAIN_KIND : { opaque: entry.opaque, format: null }),
         );
       const current = run;
       const forget = () => {
@@ -265,7 +265,7 @@ export class OpaqueTags {
       tag,
       new OpaqueCodec(this.secret.cipherFor(tag, domain), domain),
       this.segment,
-      kindKey({ opaque: setting }),
+      kindKey({ opaque: setting, format: null }),
     );
   }
 }

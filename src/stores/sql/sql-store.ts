@@ -1,5 +1,6 @@
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
 import {
+  type FormatSetting,
   type NewTag,
   type OpaqueSetting,
   type TagEntry,
@@ -186,7 +187,7 @@ export class SqlStore implements OpenedStore {
       where.values,
     );
     const row = (rows as (RawRow & OptionRow)[])[0];
-    return row && { ...toTagRow(row), opaque: settingOf(row) };
+    return row && { ...toTagRow(row), opaque: settingOf(row), format: null };
   }
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
@@ -214,6 +215,11 @@ export class SqlStore implements OpenedStore {
     const kept = await this.operate(REMOVING, () => this.dialect.deleteTag(tag));
     if (kept === undefined) throw tagNotFound(tag);
     return kept;
+  }
+
+  // BASE BRANCH ONLY: frond_tag_formats is built on formats-store.
+  async listFormats(): Promise<Map<string, FormatSetting>> {
+    return new Map();
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import {
+  type FormatSetting,
   type NewTag,
   type OpaqueSetting,
   opaqueNameUsed,
@@ -331,7 +332,7 @@ export class SqliteDatabase implements SqliteCalls {
 
   tag(tag: string): TagEntry | undefined {
     const row = this.statements.entry.get(tag) as (RawRow & OptionRow) | undefined;
-    return row && { ...toTagRow(row), opaque: settingOf(row) };
+    return row && { ...toTagRow(row), opaque: settingOf(row), format: null };
   }
 
   addTag(tag: NewTag, opaque?: OpaqueSetting): void {
@@ -387,6 +388,11 @@ export class SqliteDatabase implements SqliteCalls {
         return (this.statements.highWater.get(tag) as { max_id: bigint }).max_id;
       })
       .immediate();
+  }
+
+  // BASE BRANCH ONLY: frond_tag_formats is built on formats-store.
+  listFormats(): Map<string, FormatSetting> {
+    return new Map();
   }
 
   listOpaque(): Map<string, OpaqueSetting> {
