@@ -7,7 +7,6 @@ import { randomTag } from '../../../test/support/random-tag.js';
 import { silentLogger } from '../../core/logger.js';
 import { OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
-import type { SegmentId } from '../../core/segment-buffer.js';
 import { OpaqueSecret } from './opaque-keys.js';
 import { encodeInChunks, OPAQUE_CHUNK, OpaqueTags } from './opaque-tags.js';
 import { type IssuedId, TagIssuer } from './tag-issuer.js';

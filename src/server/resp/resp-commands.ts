@@ -1,6 +1,6 @@
 import { describeError, FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import type { IdRun, SegmentId } from '../../core/segment-buffer.js';
+import type { IdRun } from '../../core/segment-buffer.js';
 import { parseSnowflakeId, type SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { sameToken } from '../http/access.js';
