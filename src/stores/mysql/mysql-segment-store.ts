@@ -53,6 +53,12 @@ export const MYSQL_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   \`key_check\` varchar(32) NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
+  frond_tag_formats: `CREATE TABLE IF NOT EXISTS \`frond_tag_formats\` (
+  \`biz_tag\` varchar(128) NOT NULL,
+  \`id_format\` varchar(255) NOT NULL,
+  \`time_zone\` varchar(64) NOT NULL,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`,
 };
 
 /**
@@ -180,6 +186,7 @@ const PROBE_ROW: Record<StoreTable, { columns: string; values: string }> = {
   frond_fence: { columns: 'id, epoch, identity', values: "1, 0, ''" },
   frond_high_water: { columns: 'biz_tag, max_id', values: "'', 0" },
   frond_tag_options: { columns: 'biz_tag, opaque_domain, key_check', values: "'', '', ''" },
+  frond_tag_formats: { columns: 'biz_tag, id_format, time_zone', values: "'', '', ''" },
 };
 
 /**

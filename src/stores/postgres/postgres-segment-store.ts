@@ -54,6 +54,11 @@ export const POSTGRES_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   opaque_domain VARCHAR(16)  NOT NULL,
   key_check     VARCHAR(32)  NOT NULL
 )`,
+  frond_tag_formats: `CREATE TABLE IF NOT EXISTS frond_tag_formats (
+  biz_tag   VARCHAR(128) NOT NULL PRIMARY KEY,
+  id_format VARCHAR(255) NOT NULL,
+  time_zone VARCHAR(64)  NOT NULL
+)`,
 };
 
 /**
