@@ -89,13 +89,10 @@ export function renderId(format: IdFormat, period: Period, seq: bigint | number)
   const compiled = format instanceof CompiledFormat ? format : compiledOf(format);
   if (typeof seq === 'number' ? !Number.isSafeInteger(seq) || seq < 1 : seq < 1n)
     throw new FrondError('INTERNAL', `sequence ${seq} of a formatted tag is below 1 or not an integer`);
-  if (
-    compiled.seqWidth !== null &&
-    (typeof seq === 'number' ? seq > compiled.maxSeqNumber : seq > compiled.maxSeq)
-  )
+  if (typeof seq === 'number' ? seq > compiled.maxSeqNumber : seq > compiled.maxSeq)
     throw new FrondError(
       'INTERNAL',
-      `sequence ${seq} does not fit {seq:${compiled.seqWidth}} of ${JSON.stringify(compiled.setting.format)}`,
+      `sequence ${seq} is above ${compiled.maxSeq}, the largest of ${JSON.stringify(compiled.setting.format)}`,
     );
   if (period.key !== compiled.lastKey) compiled.prepare(period.key);
   const text = String(seq);
