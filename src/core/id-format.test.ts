@@ -138,6 +138,7 @@ describe('parseFormat', () => {
       ['{seq:}', /unknown token \{seq:\}/],
       ['{SEQ}', /unknown token \{SEQ\}/],
       ['{}{seq}', /unknown token \{\} at character 1/],
+      ['{se\nq}{seq}', /unknown token "\{se\\nq\}" at character 1/],
       ['ORD-{seq', /unmatched \{ at character 5/],
       ['ORD-{{seq}', /unmatched \{ at character 5/],
       ['ORD}-{seq}', /unmatched \} at character 4/],
@@ -438,6 +439,11 @@ describe('renderId', () => {
     const period = periodAt(copy, Date.UTC(2026, 6, 1, 12));
     assert.equal(renderId(copy, period, 9), renderId(compiled, period, 9));
     assert.equal(renderId(copy, period, 9), 'X20260701-09');
+    const elsewhere: IdFormat = {
+      ...compiled,
+      setting: { format: compiled.setting.format, timeZone: 'Mars/Base' },
+    };
+    assert.throws(() => periodAt(elsewhere, 0), { code: 'INVALID_ARGUMENT', message: /"Mars\/Base"/ });
   });
 
   for (const text of [
