@@ -37,6 +37,8 @@ export type LogEvent =
   | 'resp.internal'
   // Segment mode (src/core) and its stores (src/stores).
   | 'opaque.declared'
+  | 'format.counters_removed'
+  | 'format.cleanup_failed'
   | 'opaque.declaration_unchecked'
   | 'opaque.declaration_refused'
   | 'segment.loaded'

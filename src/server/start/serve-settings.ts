@@ -15,6 +15,7 @@ import { DEFAULT_FENCE_SKIP } from '../../stores/segment-primitive.js';
 import { STORE_BACKENDS } from '../../stores/store-registry.js';
 import { COORDINATOR_OPTIONS } from '../../worker-ids/worker-id-registry.js';
 import { RESERVED_DESCRIPTORS } from '../http/http-server.js';
+import { DEFAULT_FORMAT_RETENTION_DAYS } from '../opaque/format-retention.js';
 import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
 
 const MINUTE = 60_000;
@@ -254,6 +255,17 @@ export const SERVE_SETTINGS = [
     max: 10_000,
     unit: 'tags',
     help: 'how many of the busiest tags get their own tag label in /metrics; the rest are added up as tag="(other)"',
+  }),
+  integer({
+    name: 'formatRetentionDays',
+    slice: 'segment',
+    flag: 'format-retention-days',
+    default: DEFAULT_FORMAT_RETENTION_DAYS,
+    min: 1,
+    // A century: a counter row a period costs a few bytes, and numbers never need it back.
+    max: 36_500,
+    unit: 'days',
+    help: "how long a formatted tag's counter row (one per period) is kept after its period ended; every node removes older ones every 10 min, frond_high_water keeps what they served ([docs/formats.md](docs/formats.md#serving))",
   }),
   integer({
     name: 'maxStep',
