@@ -7,6 +7,7 @@ import { LEAF_STEP_RULES } from '../../core/segment-step.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { servedStore } from '../../stores/fencing/served-store.js';
 import type { OpenedStore } from '../../stores/store-backend.js';
+import { FormatDeclaration } from '../opaque/format-config.js';
 import { FormatRetention } from '../opaque/format-retention.js';
 import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
@@ -72,6 +73,11 @@ export async function openSegmentMode(
     await declared.start();
     cleanups.push(() => declared.close());
     declaration = declared;
+  }
+  if (config.formatTags !== undefined && config.formatTags.length > 0) {
+    const declared = new FormatDeclaration(allocator.store, config.formatTags, clock, logger);
+    await declared.start();
+    cleanups.push(() => declared.close());
   }
   // A store that is down at start leaves every tag to be read on its first request.
   await opaque.preload().catch(() => {});

@@ -360,6 +360,14 @@ export const SERVE_SETTINGS = [
     placeholder: 'TAG=DOMAIN',
     help: 'a tag that serves opaque IDs (`order=digits:11`, `user=bits:53`): created opaque at start if missing, checked if present (a plain tag or another domain stops the start); repeat the flag for several; needs FROND_OPAQUE_SECRET(_FILE)',
   }),
+  list({
+    name: 'formatTags',
+    slice: 'segment',
+    flag: 'format-tag',
+    describedDefault: 'none',
+    placeholder: 'TAG=FORMAT[@ZONE]',
+    help: 'a formatted tag (`order-no={yyyy}{MM}{dd}{seq:6}@Asia/Shanghai`, UTC without `@ZONE`): created at start if missing, checked if present (another kind or format stops the start); repeat the flag for several; see [docs/formats.md](docs/formats.md#serving)',
+  }),
   string({
     name: 'adminToken',
     slice: 'access',
