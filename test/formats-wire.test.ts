@@ -8,7 +8,7 @@ import { createClient } from '../packages/client/src/index.js';
 import { type Clock, systemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { type RunningServer, startServer } from '../src/server/start/start-server.js';
-import { tempDir } from './support/frond-process.js';
+import { runFrond, tempDir } from './support/frond-process.js';
 import { freePort, GrpcTestClient } from './support/grpc-client.js';
 import { randomTag } from './support/random-tag.js';
 import { testServeConfig } from './support/serve-config.js';
@@ -157,6 +157,60 @@ describe('formatted tags on every route (in-process, SQLite, a set clock)', () =
     );
     const one = await call(base, `/v1/tags/${numeric}`);
     assert.equal(one.json.format, '{yyyy}{MM}{dd}{seq:6}');
+  });
+
+  it("Leaf's /cache and /db pages and /v1/stats leave the counters out", async () => {
+    await call(base, `/v1/segment/${numeric}`);
+    for (const path of ['/cache', '/db', '/v1/stats']) {
+      const page = await call(base, path);
+      assert.equal(page.status, 200, path);
+      assert.ok(
+        !page.text.includes('\u001f') && !page.text.includes('\\u001f'),
+        `${path}: ${page.text.slice(0, 300)}`,
+      );
+    }
+    assert.match((await call(base, '/db')).text, new RegExp(numeric));
+  });
+
+  it('frond tag add refuses bad formats in one line with exit 2; tag list shows formats and hides counters', async () => {
+    const store = `sqlite:${tempDir()}/cli.db`;
+    assert.equal((await runFrond(['db', 'init', '--store', store])).code, 0);
+    for (const [args, message] of [
+      [['--format', '{yyyy}{dd}{seq:3}'], /\{MM\}/],
+      [['--format', '{seq:4}', '--time-zone', 'Mars/Olympus'], /Mars\/Olympus/],
+      [['--format', '{seq:4}', '--opaque', 'bits:40'], /opaque/],
+      [['--time-zone', 'UTC'], /--format/],
+    ] as const) {
+      const result = await runFrond(['tag', 'add', randomTag('cli'), ...args, '--store', store]);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /^frond: /);
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+      assert.match(result.stderr, message);
+    }
+    const tag = randomTag('cli');
+    const added = await runFrond([
+      'tag',
+      'add',
+      tag,
+      '--format',
+      'C{yyyy}-{seq:3}',
+      '--time-zone',
+      'Europe/Paris',
+      '--store',
+      store,
+    ]);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /added formatted tag .*C\{yyyy\}-\{seq:3\} in Europe\/Paris/);
+    const listed = await runFrond(['tag', 'list', '--json', '--store', store]);
+    assert.equal(listed.code, 0, listed.stderr);
+    const rows = JSON.parse(listed.stdout) as { tag: string; format: unknown }[];
+    assert.deepEqual(rows.find((row) => row.tag === tag)?.format, {
+      format: 'C{yyyy}-{seq:3}',
+      timeZone: 'Europe/Paris',
+      counters: 0,
+    });
+    const table = await runFrond(['tag', 'list', '--store', store]);
+    assert.match(table.stdout, /FORMAT +ZONE +COUNTERS/);
   });
 
   it('the SDK answers strings for a formatted tag, falling back from ranges to lists', async () => {
