@@ -151,7 +151,7 @@ describe('PostgreSQL store: names and settings are data, never SQL', () => {
 
           await store.addTag({ tag: twin, step: 10, start: 1n, description: name }, SETTING);
           assert.deepEqual((await store.tag(twin))?.opaque, SETTING);
-          assert.deepEqual((await grants.advance(twin))?.kind, { opaque: SETTING });
+          assert.deepEqual((await grants.advance(twin))?.kind, { opaque: SETTING, format: null });
           await assert.rejects(store.addTag({ tag: name, step: 10, start: 1n }, SETTING), (error) =>
             isFrondError(error, 'TAG_EXISTS'),
           );
@@ -310,7 +310,7 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
         const setting = { domain: 'bits:20', keyCheck: 'k' };
         await db.sql('DROP TABLE frond_tag_options');
         await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
-        assert.deepEqual((await grants.advance(opaque))?.kind, { opaque: setting });
+        assert.deepEqual((await grants.advance(opaque))?.kind, { opaque: setting, format: null });
       } finally {
         await store.close();
       }
