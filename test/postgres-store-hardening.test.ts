@@ -316,6 +316,27 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
       }
     }));
 
+  it('goes on after frond_tag_formats is dropped, and reads the format from the table created again', (t) =>
+    withDatabase(t, async (db) => {
+      const store = openPg(db);
+      const grants = unjournaled(store);
+      try {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        await db.sql('DROP TABLE frond_tag_formats');
+        assert.deepEqual((await grants.advance(tag))?.kind, PLAIN_KIND);
+        const formatted = randomTag();
+        const format = { format: 'ORD-{seq:6}', timeZone: 'UTC' };
+        await db.sql('DROP TABLE frond_tag_formats');
+        await store.addTag({ tag: formatted, step: 10, start: 1n, format });
+        assert.deepEqual((await grants.advance(formatted))?.kind, { opaque: null, format });
+        await db.sql('DROP TABLE frond_tag_formats');
+        assert.deepEqual(await store.listFormats(), new Map());
+      } finally {
+        await store.close();
+      }
+    }));
+
   it('goes on after leaf_alloc is dropped: a tag added again lower goes on above its highest grant', (t) =>
     withDatabase(t, async (db) => {
       const store = openPg(db);
