@@ -258,6 +258,18 @@ describe('formatted tags on every route (in-process, SQLite, a set clock)', () =
       assert.deepEqual(batch, { ids: [], texts: ['260002', '260003'] });
       const ranges = await client.call('Ranges', { tag, count: 2 });
       assert.equal(ranges.frondCode, 'FORMAT_NO_RANGES');
+      // A year of {seq:1} used up: UNAVAILABLE (HTTP's 503), the seconds to 2027 in retry-after.
+      const small = randomTag('grpc-small');
+      assert.equal(
+        (await call(base, '/v1/tags', post({ tag: small, format: 'G{yyyy}-{seq:1}' }))).status,
+        201,
+      );
+      assert.equal((await client.ok<{ texts: string[] }>('Batch', { tag: small, count: 9 })).texts.length, 9);
+      const used = await client.call('Next', { tag: small });
+      assert.equal(used.frondCode, 'ID_RANGE_EXHAUSTED');
+      assert.equal(used.error?.code, 14, 'UNAVAILABLE');
+      const seconds = (Date.parse('2027-01-01T00:00:00Z') - clock.time) / 1000;
+      assert.equal(used.error?.metadata.get('retry-after')[0], String(seconds));
     } finally {
       client.close();
     }
