@@ -7,7 +7,7 @@ import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from './segment-a
 import { KindChangedError, kindKey } from './tag-kind.js';
 
 const SETTING = { domain: 'bits:20', keyCheck: 'abc' };
-const OPAQUE = kindKey({ opaque: SETTING });
+const OPAQUE = kindKey({ opaque: SETTING, format: null });
 
 function setup() {
   const store = new MemoryStore();

@@ -1,8 +1,8 @@
 import { FrondError } from './errors.js';
 import type { SegmentStore } from './segment-store.js';
-import type { OpaqueSetting } from './tag-kind.js';
+import type { FormatSetting, OpaqueSetting } from './tag-kind.js';
 
-export type { OpaqueSetting } from './tag-kind.js';
+export type { FormatSetting, OpaqueSetting } from './tag-kind.js';
 
 /** One row of Leaf's `leaf_alloc` table. */
 export interface TagRow {
@@ -17,8 +17,10 @@ export interface TagRow {
 
 /** A tag's row with its opaque setting (frond_tag_options), read in one statement. */
 export interface TagEntry extends TagRow {
-  /** null: a plain tag. */
+  /** null: not opaque. */
   opaque: OpaqueSetting | null;
+  /** null: not formatted (frond_tag_formats). */
+  format: FormatSetting | null;
 }
 
 export interface NewTag {
@@ -27,6 +29,8 @@ export interface NewTag {
   /** The first ID the tag hands out; stored as max_id, as Leaf does. */
   start: bigint;
   description?: string | null;
+  /** A formatted tag (or one of its counters): its format row is inserted in the same transaction. */
+  format?: FormatSetting;
 }
 
 /**
@@ -78,6 +82,8 @@ export interface TagCatalogue {
   removeTag(tag: string): Promise<bigint>;
   /** The setting of every opaque tag. */
   listOpaque(): Promise<Map<string, OpaqueSetting>>;
+  /** The format of every formatted tag (frond_tag_formats), without their counters' rows. */
+  listFormats(): Promise<Map<string, FormatSetting>>;
 }
 
 /**
@@ -92,6 +98,7 @@ export const TAG_CATALOGUE_CALLS = [
   'setStep',
   'removeTag',
   'listOpaque',
+  'listFormats',
 ] as const satisfies readonly (keyof TagCatalogue)[];
 
 type Unlisted = Exclude<keyof TagCatalogue, (typeof TAG_CATALOGUE_CALLS)[number]>;

@@ -1,4 +1,7 @@
 import { FrondError } from './errors.js';
+import type { FormatSetting } from './id-format.js';
+
+export type { FormatSetting } from './id-format.js';
 
 /**
  * An opaque tag's setting, in frond's own table `frond_tag_options` beside `leaf_alloc`: the domain
@@ -17,20 +20,48 @@ export interface OpaqueSetting {
  */
 export interface TagKind {
   readonly opaque: OpaqueSetting | null;
+  /** A formatted tag's format and zone (frond_tag_formats), on the tag and on each of its counters. */
+  readonly format: FormatSetting | null;
 }
 
-export const PLAIN_KIND: TagKind = Object.freeze({ opaque: null });
+export const PLAIN_KIND: TagKind = Object.freeze({ opaque: null, format: null });
 
-/** The kind as one string, equal for equal kinds: `''` for plain, `opaque <domain> <key check>`. */
+/**
+ * The kind as one string, equal for equal kinds: `''` for plain, `opaque <domain> <key check>`,
+ * `format ["<format>","<zone>"]` (JSON: a format may hold spaces). A tag is never both.
+ */
 export function kindKey(kind: TagKind): string {
-  return kind.opaque === null ? '' : `opaque ${kind.opaque.domain} ${kind.opaque.keyCheck}`;
+  if (kind.opaque !== null) return `opaque ${kind.opaque.domain} ${kind.opaque.keyCheck}`;
+  if (kind.format !== null) return `format ${JSON.stringify([kind.format.format, kind.format.timeZone])}`;
+  return '';
 }
 
-/** A kind from a row's option columns as SQL returns them (both NULL: plain). */
-export function kindOf(domain: string | null | undefined, keyCheck: string | null | undefined): TagKind {
-  return domain === null || domain === undefined || keyCheck === null || keyCheck === undefined
-    ? PLAIN_KIND
-    : { opaque: { domain, keyCheck } };
+/**
+ * A kind from a row's option columns as SQL returns them (NULL: none): the opaque domain and key
+ * check (frond_tag_options), and the format and zone (frond_tag_formats).
+ */
+export function kindOf(
+  domain: string | null | undefined,
+  keyCheck: string | null | undefined,
+  format?: string | null,
+  timeZone?: string | null,
+): TagKind {
+  const opaque =
+    domain === null || domain === undefined || keyCheck === null || keyCheck === undefined
+      ? null
+      : { domain, keyCheck };
+  const formatted =
+    format === null || format === undefined || timeZone === null || timeZone === undefined
+      ? null
+      : { format, timeZone };
+  return opaque === null && formatted === null ? PLAIN_KIND : { opaque, format: formatted };
+}
+
+/** A kind's name for people: `plain`, `opaque (bits:63)`, `formatted (ORD-{seq:6}, UTC)`. */
+export function kindName(kind: TagKind): string {
+  if (kind.opaque !== null) return `opaque (${kind.opaque.domain})`;
+  if (kind.format !== null) return `formatted (${kind.format.format}, ${kind.format.timeZone})`;
+  return 'plain';
 }
 
 /**
@@ -44,7 +75,7 @@ export class KindChangedError extends FrondError {
   ) {
     super(
       'TAG_KIND_CHANGED',
-      `tag ${tag} is ${kind.opaque === null ? 'plain' : `opaque (${kind.opaque.domain})`} in the store now, not what this node served it as (the row was deleted and created again); retry`,
+      `tag ${tag} is ${kindName(kind)} in the store now, not what this node served it as (the row was deleted and created again); retry`,
     );
   }
 }

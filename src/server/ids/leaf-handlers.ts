@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { isCounterName, type SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
-import { sendHtml, sendId } from '../http/responses.js';
+import { sendHtml, sendId, sendText } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import { LEAF_JSON_TYPE, type LeafErrorKind, missingParameter } from '../leaf/leaf-errors.js';
 import {
@@ -16,6 +16,7 @@ import {
   PAGE_END,
 } from '../leaf/leaf-pages.js';
 import { CachedPage, PageChunks, runInSlices, SLICE_ROWS } from '../leaf/sliced-page.js';
+import type { IssuedId } from '../opaque/tag-issuer.js';
 import type { IdModes } from './id-modes.js';
 
 /** Leaf's routes: its two ID routes, its decode, and its `/cache` and `/db` pages. */
@@ -50,7 +51,17 @@ export function createLeafHandlers(
   // Leaf's two pages list every tag: built in slices and kept a second (leaf/sliced-page.ts).
   const cachePage =
     segment &&
-    new CachedPage(() => runInSlices(cachePageSlices([...segment.buffersView()], SLICE_ROWS)), now);
+    new CachedPage(
+      () =>
+        runInSlices(
+          // A formatted tag's counters (tag U+001F period) are rows frond made, not tags: left out.
+          cachePageSlices(
+            [...segment.buffersView()].filter((buffer) => !isCounterName(buffer.tag)),
+            SLICE_ROWS,
+          ),
+        ),
+      now,
+    );
   const dbPage = segment && new CachedPage(() => buildDbPage(segment.store), now);
 
   return {
@@ -60,8 +71,8 @@ export function createLeafHandlers(
       // A tag that is buffered is valid; the allocator checks a new one before it asks the store.
       const tag = decodeTagPath(rawTag);
       const id = allocator.tryOne(tag);
-      if (id !== undefined) return sendId(res, String(id));
-      allocator.one(tag).then((value) => sendId(res, String(value)), leafFail(req, res, 'segment'));
+      if (id !== undefined) return sendIssued(res, id);
+      allocator.one(tag).then((value) => sendIssued(res, value), leafFail(req, res, 'segment'));
     },
 
     // Leaf ignores the key (the router routes only a non-empty one).
@@ -98,6 +109,12 @@ export function createLeafHandlers(
   };
 }
 
+/** One ID as Leaf answers it: the decimal, or a formatted tag's number as its text. */
+function sendIssued(res: ServerResponse, id: IssuedId): void {
+  if (typeof id === 'string') sendText(res, id);
+  else sendId(res, String(id));
+}
+
 /** Rows of `leaf_alloc` read per query for `/db`: 500 took 3 to 10 ms on SQLite on a busy 2-core machine, 200 stay near 2. */
 const DB_PAGE_ROWS = 200;
 
@@ -111,7 +128,8 @@ async function buildDbPage(store: TagCatalogue): Promise<Buffer> {
     const page = await store.listRows(after, DB_PAGE_ROWS);
     await turn();
     for (let i = 0; i < page.length; i++) {
-      out.row(dbRow(page[i] as TagRow));
+      const row = page[i] as TagRow;
+      if (!isCounterName(row.tag)) out.row(dbRow(row));
       if ((i + 1) % SLICE_ROWS === 0) {
         out.flush();
         await turn();
