@@ -31,6 +31,13 @@ export interface NewTag {
   description?: string | null;
   /** A formatted tag (or one of its counters): its format row is inserted in the same transaction. */
   format?: FormatSetting;
+  /**
+   * A counter's period start (ms since the Unix epoch, by the adding node's clock): a period that
+   * starts more than an hour after the database's last fence cannot have lost IDs to it, so its
+   * counter starts from its own record, not from the floor every fence raises for new names
+   * (src/stores/new-names.ts, `startsAfterFence`). Ignored for any other name.
+   */
+  periodStartMs?: number;
 }
 
 /**
