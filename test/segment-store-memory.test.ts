@@ -1,4 +1,4 @@
-import { describeSegmentStore } from './segment-store.suite.js';
+import { describeSegmentStore, type FenceTable } from './segment-store.suite.js';
 import type { MemoryRow } from './support/memory-store.js';
 import { MemoryStore } from './support/memory-store.js';
 
@@ -6,4 +6,31 @@ import { MemoryStore } from './support/memory-store.js';
 // the same frond tables, `tables`).
 const rows = new Map<string, MemoryRow>();
 const tables = new MemoryStore(false, rows);
-describeSegmentStore('memory (test/support)', async () => new MemoryStore(false, rows, tables));
+
+/** `frond db fence` on the shared tables, and what a restore from before a name leaves of it. */
+const fencing: FenceTable = {
+  async fence(_t, skip) {
+    await tables.primitive.fence({
+      observedEpoch: Number.MAX_SAFE_INTEGER,
+      aboveEpoch: 0,
+      skip,
+      atLeast: new Map(),
+    });
+  },
+  async forget(_t, tag) {
+    rows.delete(tag);
+    tables.highWater.delete(tag);
+    tables.opaque.delete(tag);
+    tables.formats.delete(tag);
+  },
+  async hasFormat(_t, tag) {
+    return tables.formats.has(tag);
+  },
+};
+
+describeSegmentStore(
+  'memory (test/support)',
+  async () => new MemoryStore(false, rows, tables),
+  undefined,
+  fencing,
+);

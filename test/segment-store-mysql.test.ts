@@ -45,6 +45,12 @@ const raw: RawTable = {
   async deleteFormat(t, tag) {
     await (await database.open(t))?.sql('DELETE FROM frond_tag_formats WHERE biz_tag = ?', [tag]);
   },
+  async hasFormat(t, tag) {
+    const rows = await (await database.open(t))?.sql('SELECT 1 FROM frond_tag_formats WHERE biz_tag = ?', [
+      tag,
+    ]);
+    return (rows?.length ?? 0) > 0;
+  },
   async holdHighWater(t, tag) {
     return (await database.open(t))?.hold(
       'SELECT max_id FROM frond_high_water WHERE biz_tag = ? FOR UPDATE',

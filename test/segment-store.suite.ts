@@ -5,7 +5,7 @@ import { isFrondError } from '../src/core/errors.js';
 import { counterName } from '../src/core/id-format.js';
 import type { CataloguedStore, FormatSetting, OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
-import { NEW_NAMES } from '../src/stores/new-names.js';
+import { FENCE_CLOCK_MARGIN_MS, NEW_NAMES } from '../src/stores/new-names.js';
 import { backendSkip } from './support/backend-filter.js';
 import { randomTag } from './support/random-tag.js';
 
@@ -28,7 +28,12 @@ export interface RawTable {
   forget?(t: TestContext, tag: string): Promise<void>;
   /** `DELETE FROM frond_tag_formats WHERE biz_tag = …` by hand. */
   deleteFormat?(t: TestContext, tag: string): Promise<void>;
+  /** Whether frond_tag_formats has a row under the name, by hand. */
+  hasFormat?(t: TestContext, tag: string): Promise<boolean>;
 }
+
+/** What a store without SQL by hand (the memory store) offers of RawTable: its fence and restore. */
+export type FenceTable = Pick<RawTable, 'fence' | 'forget' | 'hasFormat'>;
 
 /**
  * The contract every store backend passes, its segments seen as the core sees them (through
@@ -42,12 +47,16 @@ export function describeSegmentStore(
   open: (t: TestContext) => Promise<CataloguedStore | undefined>,
   /** What an operator does by hand in SQL, beside frond: for the cases that a store must survive. */
   raw?: RawTable,
+  /** The fence and restore of a store that has no `raw` (the memory store). */
+  fencing?: FenceTable,
 ): void {
   describe(`store contract: ${name}`, { skip: backendSkip(name) }, () => {
     // A fence raises the floor of every name the database does not know (src/stores/new-names.ts),
     // and the tests share one database: each starts as on a database whose new names start at 1.
     const forget = raw?.forget;
-    if (forget !== undefined) afterEach((t) => forget(t as TestContext, NEW_NAMES));
+    const fenced: FenceTable | undefined = raw ?? fencing;
+    const forgetAfter = fenced?.forget;
+    if (forgetAfter !== undefined) afterEach((t) => forgetAfter(t as TestContext, NEW_NAMES));
 
     async function withStore(t: TestContext, use: (store: CataloguedStore) => Promise<void>): Promise<void> {
       const store = await open(t);
@@ -559,6 +568,7 @@ export function describeSegmentStore(
         }));
     }
 
+    const HOUR = 60 * 60 * 1000;
     const FORMAT: FormatSetting = { format: 'ORD-{yyyy}{MM}{dd}-{seq:6}', timeZone: 'Europe/Berlin' };
     const formatted = (format: FormatSetting) => ({ opaque: null, format });
     const fixed = (error: unknown) => isFrondError(error, 'FORMAT_TAG_FIXED');
@@ -608,15 +618,133 @@ export function describeSegmentStore(
         assert.equal((await store.tag(counter))?.maxId, 21n);
         const grant = await store.advance(counter);
         assert.deepEqual(grant, { maxId: 31n, step: 10, tableStep: 10, kind: formatted(FORMAT) });
-        // Another format under the counter's name is refused, as under the tag's.
-        await store.removeTag(counter);
-        await assert.rejects(
-          store.addTag({ tag: counter, step: 10, start: 1n, format: { ...FORMAT, timeZone: 'UTC' } }),
-          fixed,
-        );
-        await assert.rejects(store.addTag({ tag: counter, step: 10, start: 1n }), fixed);
-        assert.equal(await store.tag(counter), undefined, 'nothing was created');
       }));
+
+    // A counter's format row goes with its row (an hourly tag left 8,760 a year behind); the tag's
+    // own stays for good. Created again, the counter carries its format as before.
+    it("removing a counter drops its format row, not its record nor its tag's format", (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+        const counter = counterName(tag, '20261202');
+        await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+        assert.equal((await store.advance(counter))?.maxId, 11n);
+        assert.equal(await store.removeTag(counter), 11n);
+        if (fenced?.hasFormat !== undefined) {
+          assert.equal(await fenced.hasFormat(t, counter), false, "the counter's format row is gone");
+          assert.equal(await fenced.hasFormat(t, tag), true, "the tag's format row stays");
+        }
+        await store.removeTag(tag);
+        if (fenced?.hasFormat !== undefined) assert.equal(await fenced.hasFormat(t, tag), true);
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), fixed);
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+        await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+        assert.deepEqual((await store.tag(counter))?.format, FORMAT);
+        assert.deepEqual(await store.advance(counter), {
+          maxId: 21n,
+          step: 10,
+          tableStep: 10,
+          kind: formatted(FORMAT),
+        });
+        assert.equal((await store.listFormats()).has(counter), false);
+        assert.deepEqual((await store.listFormats()).get(tag), FORMAT);
+      }));
+
+    const fenceAll = fenced?.fence;
+    if (fenceAll !== undefined) {
+      // A fence raises the new-names record by its skip (10^9 by default), and a new counter started
+      // from it: after one failover every later period of a {seq:N} tag with N <= 9 was used up at
+      // once. A period that starts more than FENCE_CLOCK_MARGIN_MS after the fence cannot have lost
+      // anything to it, and its counter starts at 1.
+      const SKIP = 1_000_000_000n;
+      const first = (grant: { maxId: bigint; step: number } | undefined) =>
+        grant === undefined ? undefined : grant.maxId - BigInt(grant.step);
+
+      it('after a fence, a counter of a period starting past the hour after it starts at 1; one begun already above the floor', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+          await fenceAll(t, SKIP);
+          const now = Date.now();
+          const later = counterName(tag, '2026120215');
+          await store.addTag({
+            tag: later,
+            step: 10,
+            start: 1n,
+            format: FORMAT,
+            periodStartMs: now + 2 * HOUR,
+          });
+          assert.equal((await store.tag(later))?.maxId, 1n);
+          assert.deepEqual(await store.advance(later), {
+            maxId: 11n,
+            step: 10,
+            tableStep: 10,
+            kind: formatted(FORMAT),
+          });
+          assert.equal((await store.advance(later))?.maxId, 21n, 'its advances go on from its own record');
+          // Begun a minute ago, within the margin, or by a node that does not say: from the floor.
+          const cases: [string, number | undefined][] = [
+            ['2026120212', now - 60_000],
+            ['2026120213', now + FENCE_CLOCK_MARGIN_MS - 60_000],
+            ['2026120214', undefined],
+          ];
+          for (const [key, periodStartMs] of cases) {
+            const counter = counterName(tag, key);
+            await store.addTag({
+              tag: counter,
+              step: 10,
+              start: 1n,
+              format: FORMAT,
+              ...(periodStartMs !== undefined && { periodStartMs }),
+            });
+            const start = first(await store.advance(counter));
+            assert.ok(
+              start !== undefined && start >= SKIP,
+              `${key}: first ID ${start}, below the floor ${SKIP}`,
+            );
+          }
+          // A plain tag is no counter: its period start is no reason to leave the floor.
+          const plain = randomTag();
+          await store.addTag({ tag: plain, step: 10, start: 1n, periodStartMs: now + 2 * HOUR });
+          const start = first(await store.advance(plain));
+          assert.ok(start !== undefined && start >= SKIP, `a plain tag started at ${start}`);
+        }));
+
+      it('a counter removed and created again after a fence goes on above its own record', (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+          await fenceAll(t, SKIP);
+          const periodStartMs = Date.now() + 2 * HOUR;
+          const counter = counterName(tag, '2026120216');
+          await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT, periodStartMs });
+          assert.equal((await store.advance(counter))?.maxId, 11n);
+          assert.equal((await store.advance(counter))?.maxId, 21n);
+          assert.equal(await store.removeTag(counter), 21n);
+          await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT, periodStartMs });
+          assert.equal((await store.tag(counter))?.maxId, 21n);
+          assert.deepEqual(await store.advance(counter), {
+            maxId: 31n,
+            step: 10,
+            tableStep: 10,
+            kind: formatted(FORMAT),
+          });
+          // Another fence: that period starts within the hour after it now, and the counter, lost
+          // whole and created again, starts above the floor that fence raised.
+          await fenceAll(t, SKIP);
+          await store.removeTag(counter);
+          await fenced?.forget?.(t, counter);
+          await store.addTag({
+            tag: counter,
+            step: 10,
+            start: 1n,
+            format: FORMAT,
+            periodStartMs: Date.now(),
+          });
+          const start = first(await store.advance(counter));
+          assert.ok(start !== undefined && start >= 2n * SKIP, `first ID ${start} after two fences`);
+        }));
+    }
 
     it('a format is fixed for good: FORMAT_TAG_FIXED for another kind or format under its name', (t) =>
       withStore(t, async (store) => {

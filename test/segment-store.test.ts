@@ -28,6 +28,12 @@ const raw: RawTable = {
   async deleteFormat(_t, tag) {
     byHand(sqliteFile, (db) => db.prepare('DELETE FROM frond_tag_formats WHERE biz_tag = ?').run(tag));
   },
+  async hasFormat(_t, tag) {
+    return byHand(
+      sqliteFile,
+      (db) => db.prepare('SELECT 1 FROM frond_tag_formats WHERE biz_tag = ?').get(tag) !== undefined,
+    );
+  },
   async fence(_t, skip) {
     await fenceByHand(new SqliteSegmentStore(sqliteFile), skip);
   },

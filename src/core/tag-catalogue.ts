@@ -31,6 +31,13 @@ export interface NewTag {
   description?: string | null;
   /** A formatted tag (or one of its counters): its format row is inserted in the same transaction. */
   format?: FormatSetting;
+  /**
+   * A counter's period start (ms since the Unix epoch, by the adding node's clock): a period that
+   * starts more than an hour after the database's last fence cannot have lost IDs to it, so its
+   * counter starts from its own record, not from the floor every fence raises for new names
+   * (src/stores/new-names.ts, `startsAfterFence`). Ignored for any other name.
+   */
+  periodStartMs?: number;
 }
 
 /**
@@ -67,7 +74,9 @@ export interface TagCatalogue {
    * the name could repeat an ID: a plain tag whose name kept an opaque setting, an opaque tag whose
    * name served IDs before (`opaqueNameUsed`). A name frond_high_water knows (a removed tag, a row
    * deleted by hand) is inserted at the higher of `start` and its high-water, so the row itself says
-   * where it goes on, for frond's nodes and for Leaf's servers on the same table alike.
+   * where it goes on, for frond's nodes and for Leaf's servers on the same table alike. A name
+   * without a record starts at the new-names record a fence raises, except a counter whose
+   * `periodStartMs` is more than FENCE_CLOCK_MARGIN_MS after the last fence (new-names.ts).
    */
   addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void>;
   /** Changes the table's step; rejects with TAG_NOT_FOUND if the tag has no row. */
@@ -77,7 +86,8 @@ export interface TagCatalogue {
    * higher of the two is kept), and leaves its opaque setting in frond_tag_options: the name can
    * never come back below what it served, nor as another kind (`addTag` starts a plain tag under it
    * at the high-water, and refuses an opaque one). Resolves the high-water the name keeps: the first
-   * ID of a tag added again under it is that or above. Rejects with TAG_NOT_FOUND without a row.
+   * ID of a tag added again under it is that or above. A counter's frond_tag_formats row goes
+   * with its row (a tag's stays). Rejects with TAG_NOT_FOUND without a row.
    */
   removeTag(tag: string): Promise<bigint>;
   /** The setting of every opaque tag. */

@@ -14,6 +14,7 @@ import {
 } from '../../src/core/tag-catalogue.js';
 import { kindOf } from '../../src/core/tag-kind.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../../src/stores/format-rules.js';
+import { NEW_NAMES, startsAfterFence } from '../../src/stores/new-names.js';
 import type { FenceOutcome, FenceRequest, SegmentPrimitive } from '../../src/stores/segment-primitive.js';
 
 interface Pending {
@@ -49,6 +50,8 @@ export class MemoryStore implements CataloguedStore {
   readonly highWater: Map<string, bigint>;
   /** frond_tag_formats: a formatted tag's and each of its counters' format, kept for good. */
   readonly formats: Map<string, FormatSetting>;
+  /** frond_fence's fenced_at (ms): set when the row is made (with the store) and by every fence. */
+  readonly fenced: { atMs: number };
 
   constructor(
     public manual = false,
@@ -59,6 +62,7 @@ export class MemoryStore implements CataloguedStore {
     this.opaque = shared?.opaque ?? new Map();
     this.highWater = shared?.highWater ?? new Map();
     this.formats = shared?.formats ?? new Map();
+    this.fenced = shared?.fenced ?? { atMs: Date.now() };
   }
 
   get waiting(): number {
@@ -118,6 +122,9 @@ export class MemoryStore implements CataloguedStore {
 
   private async fence(request: FenceRequest): Promise<FenceOutcome> {
     if (this.fenceRow.epoch > request.observedEpoch) return { ...this.fenceRow, fenced: false, tags: 0 };
+    // The new-names record, made where it is missing and raised below with the removed tags'
+    // (src/stores/new-names.ts); a skip of 0 leaves it as it is.
+    if (request.skip > 0n && !this.highWater.has(NEW_NAMES)) this.highWater.set(NEW_NAMES, 0n);
     for (const [tag, row] of this.rows) {
       row.maxId += request.skip;
       const floor = request.atLeast.get(tag);
@@ -131,6 +138,7 @@ export class MemoryStore implements CataloguedStore {
       this.highWater.set(tag, floor !== undefined && floor > raised ? floor : raised);
     }
     this.fenceRow = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
+    this.fenced.atMs = Date.now();
     return { ...this.fenceRow, fenced: true, tags: this.rows.size };
   }
 
@@ -177,9 +185,14 @@ export class MemoryStore implements CataloguedStore {
         throw new FrondError('OPAQUE_TAG_FIXED', `tag ${tag.tag} was an opaque tag; use a new name`);
       }
     }
+    // A removed tag goes on from its record; a name without one from the new-names record, but
+    // for a counter whose period starts after the last fence (as the SQL stores).
+    const own = startsAfterFence(tag, this.fenced.atMs);
+    const floor = own ? recorded : (recorded ?? this.highWater.get(NEW_NAMES));
+    const start = floor !== undefined && floor > tag.start ? floor : tag.start;
+    if (own) this.highWater.set(tag.tag, start);
     this.rows.set(tag.tag, {
-      // A removed tag goes on from its record.
-      maxId: recorded !== undefined && recorded > tag.start ? recorded : tag.start,
+      maxId: start,
       step: tag.step,
       description: tag.description ?? null,
       updateTime: new Date(),
@@ -199,6 +212,8 @@ export class MemoryStore implements CataloguedStore {
     const row = this.rows.get(tag);
     if (row === undefined) throw tagNotFound(tag);
     this.rows.delete(tag);
+    // A counter's format row goes with it, as in the SQL stores; a tag's stays for good.
+    if (parseCounterName(tag) !== undefined) this.formats.delete(tag);
     const recorded = this.highWater.get(tag);
     const kept = recorded !== undefined && recorded > row.maxId ? recorded : row.maxId;
     this.highWater.set(tag, kept);

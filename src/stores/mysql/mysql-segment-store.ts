@@ -1,5 +1,6 @@
 import type mysql from 'mysql2/promise';
 import { FrondError } from '../../core/errors.js';
+import { parseCounterName } from '../../core/id-format.js';
 import type { Logger } from '../../core/logger.js';
 import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
@@ -7,7 +8,7 @@ import { kindOf } from '../../core/tag-kind.js';
 import { errorCode, INT, MysqlConnections, type Sql } from '../../sql/mysql-connections.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
-import { type ExactText, NEW_NAMES_ROW, recordOf } from '../new-names.js';
+import { type ExactText, NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
@@ -174,6 +175,20 @@ const INSERT_TAG_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, descripti
   VALUES (?, GREATEST(${INT}, ${recordOf('?', INT, exactText)}), ${INT}, ?)`;
 
 /**
+ * A counter whose period starts after the last fence (`startsAfterFence`, new-names.ts): from its
+ * own record only, which is written with the row (RECORD_HIGH_WATER), so its advances go on from
+ * there too, not from the new-names record. The same parameters as INSERT_TAG_ROW.
+ */
+const INSERT_COUNTER_ROW = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+  VALUES (?, GREATEST(${INT}, ${ownRecordOf('?', INT)}), ${INT}, ?)`;
+
+/**
+ * The last fence, in ms by the database's clock (no row: none). UNIX_TIMESTAMP of a TIMESTAMP
+ * column is its stored instant, whatever the session's time zone.
+ */
+const FENCED_AT = 'SELECT UNIX_TIMESTAMP(fenced_at) * 1000 AS ms FROM frond_fence WHERE id = 1';
+
+/**
  * `leaf_alloc` in MySQL or MariaDB (InnoDB), shared by any number of nodes and by Leaf's own
  * servers: the row lock the UPDATE holds until COMMIT keeps two allocations apart (the rules around
  * the statements are SqlStore's). Every operation runs on a pooled connection under a deadline
@@ -251,6 +266,12 @@ class MysqlDialect implements SqlDialect {
 
   tagIs(column: string): { sql: string; params: number } {
     return { sql: exactTag(column), params: 2 };
+  }
+
+  // U+001F, in every counter's name and in no tag's (src/core/tag.ts), found byte for byte: the
+  // Unicode collations ignore control characters.
+  notCounter(column: string): string {
+    return `INSTR(CAST(CONVERT(${column} USING utf8mb4) AS BINARY), X'1F') = 0`;
   }
 
   async query(text: string, values?: readonly SqlValue[]): Promise<SqlResult> {
@@ -454,6 +475,13 @@ class MysqlDialect implements SqlDialect {
         );
         // A counter's name with an opaque setting left (by hand): as for a plain tag.
         if (Number(state.opaque) === 1 && Number(state.has_row) !== 1) throw opaqueSettingKept(tag.tag);
+        // Read under the tags' lock, which fences take too: the fence row as the last fence left it.
+        let own = false;
+        if (tag.periodStartMs !== undefined) {
+          const [fenced] = await sql(FENCED_AT);
+          const ms = (fenced as { ms: number | string | null }[])[0]?.ms;
+          own = startsAfterFence(tag, ms === undefined || ms === null ? undefined : Number(ms));
+        }
         if (needed)
           await sql('INSERT INTO frond_tag_formats (biz_tag, id_format, time_zone) VALUES (?, ?, ?)', [
             tag.tag,
@@ -461,7 +489,7 @@ class MysqlDialect implements SqlDialect {
             format.timeZone,
           ]);
         const start = tag.start.toString();
-        await sql(INSERT_TAG_ROW, [
+        await sql(own ? INSERT_COUNTER_ROW : INSERT_TAG_ROW, [
           tag.tag,
           start,
           tag.tag,
@@ -469,6 +497,7 @@ class MysqlDialect implements SqlDialect {
           String(tag.step),
           tag.description ?? null,
         ]);
+        if (own) await sql(RECORD_HIGH_WATER, [tag.tag, tag.tag]);
       });
     if (opaque === undefined)
       return this.connections.exclusiveTransaction('addTag', TAGS_LOCK, async (sql) => {
@@ -522,6 +551,10 @@ class MysqlDialect implements SqlDialect {
         if ((locked as unknown[]).length === 0) return undefined;
         await sql(RECORD_HIGH_WATER, [tag, tag]);
         await sql(`DELETE FROM leaf_alloc WHERE ${exactTag('biz_tag')}`, [tag, tag]);
+        // A counter's format row goes with it (8,760 a year of an hourly tag otherwise); its record
+        // stays, so a node that creates it again (with its tag's format) starts it above that.
+        if (parseCounterName(tag) !== undefined)
+          await sql(`DELETE FROM frond_tag_formats WHERE ${exactTag('biz_tag')}`, [tag, tag]);
         const [kept] = await sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ?', [tag]);
         const row = (kept as { max_id: string }[])[0];
         if (row === undefined)

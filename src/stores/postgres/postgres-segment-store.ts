@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { FrondError } from '../../core/errors.js';
+import { parseCounterName } from '../../core/id-format.js';
 import type { Logger } from '../../core/logger.js';
 import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
@@ -7,7 +8,7 @@ import { kindOf } from '../../core/tag-kind.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
 import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
-import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
+import { NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
@@ -140,12 +141,28 @@ interface AdvanceRow {
  * that is there fails the insert: TAG_EXISTS. A name frond_high_water knows starts at its record
  * when the start is below it (`TagCatalogue.addTag`).
  */
-const INSERT_PLAIN = `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+const insertPlain = (record: string) => `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
   SELECT $1::varchar,
-         GREATEST($2::bigint, ${recordOf('$1::varchar', '$2::bigint')}),
+         GREATEST($2::bigint, ${record}),
          $3::integer, $4::varchar
    WHERE NOT EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar)
       OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`;
+const INSERT_PLAIN = insertPlain(recordOf('$1::varchar', '$2::bigint'));
+
+/**
+ * A counter whose period starts after the last fence (`startsAfterFence`, new-names.ts): from its
+ * own record only, which is written with the row (RECORD_ROW), so its advances go on from there
+ * too, not from the new-names record.
+ */
+const INSERT_COUNTER = insertPlain(ownRecordOf('$1::varchar', '$2::bigint'));
+const RECORD_ROW = `INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag = $1
+  ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)`;
+
+/** The last fence, in ms by the database's clock (no row: none). */
+const FENCED_AT = 'SELECT (EXTRACT(EPOCH FROM fenced_at) * 1000)::float8 AS ms FROM frond_fence WHERE id = 1';
+
+/** A counter's format row goes with its row: the tag's own row keeps the format for good. */
+const DELETE_COUNTER_FORMAT = 'DELETE FROM frond_tag_formats WHERE biz_tag = $1';
 
 /**
  * An opaque tag's setting and row in one statement, so one transaction: both exist or neither.
@@ -261,6 +278,9 @@ class PostgresDialect implements SqlDialect {
     return { sql: `${column} = ?`, params: 1 };
   }
 
+  // U+001F: in every counter's name, in no tag's (src/core/tag.ts).
+  readonly notCounter = (column: string) => `strpos(${column}, chr(31)) = 0`;
+
   async query(text: string, values?: readonly SqlValue[]): Promise<SqlResult> {
     let numbered = this.numbered.get(text);
     if (numbered === undefined) {
@@ -344,10 +364,15 @@ class PostgresDialect implements SqlDialect {
             opaque: state.opaque,
           },
         );
+        // Read under the tags' lock, which fences take too: the fence row as the last fence left it.
+        const own =
+          tag.periodStartMs !== undefined &&
+          startsAfterFence(tag, (await client.query<{ ms: number }>(FENCED_AT)).rows[0]?.ms);
         if (needed)
           await client.query({ text: INSERT_FORMAT, values: [tag.tag, format.format, format.timeZone] });
-        const inserted = await client.query({ text: INSERT_PLAIN, values });
+        const inserted = await client.query({ text: own ? INSERT_COUNTER : INSERT_PLAIN, values });
         if (inserted.rowCount === 0) throw opaqueSettingRemains(tag.tag);
+        if (own) await client.query({ text: RECORD_ROW, values: [tag.tag] });
         return inserted;
       }
       const kept = (await client.query<FormatRow>({ text: FORMAT_WITHOUT_ROW, values: [tag.tag] })).rows[0];
@@ -364,7 +389,12 @@ class PostgresDialect implements SqlDialect {
   async deleteTag(tag: string): Promise<bigint | undefined> {
     const result = await this.connections.transaction(async (client) => {
       await this.lockTags(client, `removing tag ${tag}`);
-      return client.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+      const removed = await client.query<{ max_id: string }>({ text: DELETE_TAG, values: [tag] });
+      // A counter's format row goes with it (8,760 a year of an hourly tag otherwise); its record
+      // stays, so a node that creates it again (with its tag's format) starts it above that.
+      if (removed.rows.length > 0 && parseCounterName(tag) !== undefined)
+        await client.query({ text: DELETE_COUNTER_FORMAT, values: [tag] });
+      return removed;
     });
     const row = result.rows[0];
     return row === undefined ? undefined : BigInt(row.max_id);

@@ -66,6 +66,8 @@ export interface SqlDialect {
   readonly noRow: string;
   /** `column` holds exactly the tag: the condition, with a `?` for the tag each of `params` times. */
   tagIs(column: string): { sql: string; params: number };
+  /** `column` is not a counter's name (it has no U+001F), for listFormats to leave counters out. */
+  notCounter(column: string): string;
   /** An integer parameter: `?`, or the cast that reads one exactly (MySQL). */
   readonly int: string;
   /** What an UPDATE of leaf_alloc also sets, where the table has no ON UPDATE (PostgreSQL). */
@@ -239,7 +241,11 @@ export class SqlStore implements OpenedStore {
   async listFormats(): Promise<Map<string, FormatSetting>> {
     // A database frond never served from holds no formatted tag: read-only, its tables stay missing.
     if (this.options.readOnly && (await this.isAbsent('frond_tag_formats'))) return new Map();
-    const { rows } = await this.statement('SELECT biz_tag, id_format, time_zone FROM frond_tag_formats');
+    // Counters left out in SQL (an hourly tag has 168 of them in a week's retention); formatMap
+    // leaves out any the condition let through.
+    const { rows } = await this.statement(
+      `SELECT biz_tag, id_format, time_zone FROM frond_tag_formats WHERE ${this.dialect.notCounter('biz_tag')}`,
+    );
     return formatMap(rows as FormatRow[]);
   }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
+import { parseCounterName } from '../../core/id-format.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import {
   type FormatSetting,
@@ -16,7 +17,7 @@ import {
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../format-rules.js';
-import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
+import { NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import {
   type FormatRow,
@@ -243,14 +244,33 @@ export class SqliteDatabase implements SqliteCalls {
         `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
            VALUES (@tag, max(@start, ${recordOf('@tag', '@start')}), @step, @description)`,
       ),
+      // A counter whose period starts after the last fence (`startsAfterFence`, new-names.ts): from
+      // its own record only, which is written with the row (recordRow), so its advances go on from
+      // there too, not from the new-names record.
+      insertCounterRow: db.prepare(
+        `INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
+           VALUES (@tag, max(@start, ${ownRecordOf('@tag', '@start')}), @step, @description)`,
+      ),
+      recordRow: db.prepare(
+        `INSERT INTO frond_high_water (biz_tag, max_id) SELECT biz_tag, max_id FROM leaf_alloc WHERE biz_tag = ?
+           ON CONFLICT (biz_tag) DO UPDATE SET max_id = max(frond_high_water.max_id, excluded.max_id)`,
+      ),
+      // The last fence, in ms by the database's clock: CURRENT_TIMESTAMP wrote it as UTC text.
+      fencedAt: db.prepare(
+        "SELECT CAST(strftime('%s', fenced_at) AS INTEGER) * 1000 AS ms FROM frond_fence WHERE id = 1",
+      ),
       remove: db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?'),
+      removeFormat: db.prepare('DELETE FROM frond_tag_formats WHERE biz_tag = ?'),
       highWater: db.prepare('SELECT max_id FROM frond_high_water WHERE biz_tag = ?').safeIntegers(true),
       setStep: db.prepare('UPDATE leaf_alloc SET step = ? WHERE biz_tag = ?'),
       opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
       insertOptions: db.prepare(
         'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
       ),
-      formats: db.prepare('SELECT biz_tag, id_format, time_zone FROM frond_tag_formats'),
+      // Counters left out (U+001F is in every counter's name, in no tag's): formatMap checks again.
+      formats: db.prepare(
+        'SELECT biz_tag, id_format, time_zone FROM frond_tag_formats WHERE instr(biz_tag, char(31)) = 0',
+      ),
       insertFormat: db.prepare(
         'INSERT INTO frond_tag_formats (biz_tag, id_format, time_zone) VALUES (?, ?, ?)',
       ),
@@ -426,12 +446,17 @@ export class SqliteDatabase implements SqliteCalls {
               this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
             }
           }
-          this.statements.insertRow.run({
+          // In the IMMEDIATE transaction: no fence of any process on the file runs beside it.
+          const own =
+            tag.periodStartMs !== undefined &&
+            startsAfterFence(tag, (this.statements.fencedAt.get() as { ms: number | null } | undefined)?.ms);
+          (own ? this.statements.insertCounterRow : this.statements.insertRow).run({
             tag: tag.tag,
             start: tag.start,
             step: tag.step,
             description: tag.description ?? null,
           });
+          if (own) this.statements.recordRow.run(tag.tag);
         })
         .immediate();
     } catch (error) {
@@ -461,6 +486,9 @@ export class SqliteDatabase implements SqliteCalls {
         }
         this.statements.record.run(tag, row.max_id);
         this.statements.remove.run(tag);
+        // A counter's format row goes with it (8,760 a year of an hourly tag otherwise); its record
+        // stays, so a node that creates it again (with its tag's format) starts it above that.
+        if (parseCounterName(tag) !== undefined) this.statements.removeFormat.run(tag);
         return (this.statements.highWater.get(tag) as { max_id: bigint }).max_id;
       })
       .immediate();
