@@ -199,4 +199,31 @@ describe('formatted tags served (FormattedTag through TagIssuer)', () => {
     assert.equal(latestPeriodEnd('202612'), ms('2027-01-01T14:00:00Z'));
     assert.equal(latestPeriodEnd('2026123123'), ms('2027-01-01T14:00:00Z'));
   });
+
+  it('after a fence (skip 10^9), today goes on above the skip and tomorrow starts again at 1', async () => {
+    const store = new MemoryStore();
+    // The node's clock a few minutes before midnight UTC, some days after the fence's real time.
+    const today = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const clock = new ManualClock(ms(`${today}T23:58:00Z`));
+    const { issuer } = node(store, clock);
+    const tag = randomTag('fenced');
+    await addFormatted(store, tag, 'D{yyyy}{MM}{dd}-{seq:12}', 'UTC', 5);
+    const before = String(await issuer.one(tag));
+    assert.equal(before.slice(10), '000000000001');
+    // The fence raises every row: the counter of today, and the new-names floor.
+    await store.primitive.fence({
+      observedEpoch: 1,
+      aboveEpoch: 1,
+      skip: 1_000_000_000n,
+      atLeast: new Map(),
+    });
+    const { allocator: fresh, issuer: after } = node(store, clock);
+    const raised = BigInt(String(await after.one(tag)).slice(10));
+    assert.ok(raised > 1_000_000_000n, `today's counter went on above the skip: ${raised}`);
+    clock.set(ms(`${today}T23:59:59Z`) + 2_000);
+    const tomorrow = String(await after.one(tag));
+    assert.notEqual(tomorrow.slice(1, 9), before.slice(1, 9), 'a new day');
+    assert.equal(tomorrow.slice(10), '000000000001', 'a period that began after the fence starts at 1');
+    fresh.close();
+  });
 });

@@ -78,7 +78,7 @@ export class FormattedTag {
     const period = this.periodAt(now);
     const name = this.counter;
     if (this.exhaustedKey === period.key) throw this.exhausted(period, now);
-    const seqs = await this.take(name, count);
+    const seqs = await this.take(name, count, period);
     const last = seqs[seqs.length - 1] as SegmentId;
     // The sequence only grows within a batch: if its last fits, all do.
     if (!this.within(last)) {
@@ -93,7 +93,7 @@ export class FormattedTag {
   }
 
   /** `count` sequence numbers of the counter `name`, created first if it has no row. */
-  private async take(name: string, count: number): Promise<SegmentId[]> {
+  private async take(name: string, count: number, period: Period): Promise<SegmentId[]> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.segment.nextMany(name, count, this.key);
@@ -103,16 +103,17 @@ export class FormattedTag {
         if (error instanceof KindChangedError) this.segment.dropIfKind(name, kindKey(error.kind));
         if (!isFrondError(error, 'TAG_NOT_FOUND') || attempt >= CREATE_ATTEMPTS) throw error;
       }
-      await this.createCounter(name);
+      await this.createCounter(name, period);
     }
   }
 
   /**
    * The counter's row, at the tag's step, starting at 1 (the store starts it above its high-water
-   * if it served before: a clean-up removed it, or a clock went back past the retention). Another
+   * if it served before: a clean-up removed it, or a clock went back past the retention; and at
+   * the new-names floor if the period began before the last fence). Another
    * node creating it at the same time is fine (TAG_EXISTS).
    */
-  private async createCounter(name: string): Promise<void> {
+  private async createCounter(name: string, period: Period): Promise<void> {
     const store = this.segment.store;
     const anchor = await store.tag(this.tag);
     // The tag itself was removed: its counters are not served without it.
@@ -124,6 +125,9 @@ export class FormattedTag {
         start: 1n,
         description: `frond counter of ${this.tag}, period ${name.slice(this.tag.length + 1)}`,
         format: this.format.setting,
+        // A period that starts over an hour after the database's last fence cannot have served
+        // before it: its counter starts at 1, not at the floor the fence raised (new-names.ts).
+        periodStartMs: period.startMs,
       });
     } catch (error) {
       if (!isFrondError(error, 'TAG_EXISTS')) throw error;
