@@ -6,7 +6,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { formatDomain, OpaqueCodec, type OpaqueDomain } from '../src/core/opaque-codec.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
 import { LEAF_STEP_RULES } from '../src/core/segment-step.js';
-import { idsJson } from '../src/server/ids/ids-json.js';
+import { issuedJson } from '../src/server/ids/ids-json.js';
 import { OpaqueSecret } from '../src/server/opaque/opaque-keys.js';
 import { OPAQUE_CHUNK, OpaqueTags } from '../src/server/opaque/opaque-tags.js';
 import { TagIssuer } from '../src/server/opaque/tag-issuer.js';
@@ -122,7 +122,7 @@ async function runCase(
     while (performance.now() - started < options.runMs) {
       const before = performance.now();
       const batch = await issuer.many(tag, BATCH);
-      if (json) idsJson(batch);
+      if (json) issuedJson(batch);
       latencies.push(performance.now() - before);
       ids += batch.length;
       // A request each macrotask, as HTTP's are: the loop gets a turn between batches.

@@ -69,6 +69,8 @@ export const ERROR_CODES = {
   OPAQUE_TAG_FIXED: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   /** /v1/ranges grants consecutive IDs, which an opaque tag does not have; /v1/segment answers lists. */
   OPAQUE_NO_RANGES: { status: 409, retryable: false, permanent: false, exitCode: 1 },
+  /** /v1/ranges grants consecutive IDs; a formatted tag's numbers are text (docs/formats.md): /v1/segment answers lists. */
+  FORMAT_NO_RANGES: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   /**
    * A tag's row was deleted and created again with another kind (plain, opaque) while this node
    * held it: the segment granted under the new kind is not served under the old one. Retried by
@@ -121,6 +123,32 @@ export class SequenceExhaustedError extends FrondError {
   ) {
     super('SEQUENCE_EXHAUSTED', message);
   }
+}
+
+/**
+ * A failure that ends at a known moment: a formatted tag's period whose `{seq:N}` is used up
+ * answers ID_RANGE_EXHAUSTED until the next period starts. HTTP answers it 503 with `Retry-After:
+ * <retryAfterSeconds>` and gRPC UNAVAILABLE (`httpStatusOf`, `grpcStatusOf`), whatever the code's
+ * own status: the same call succeeds once that time has passed.
+ */
+export class RetryLaterError extends FrondError {
+  constructor(
+    code: FrondErrorCode,
+    message: string,
+    /** Whole seconds, at least 1, until the call may succeed. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(code, message);
+  }
+
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** The seconds a caller should wait before trying again: `RetryLaterError`'s, else undefined. */
+export function retryAfterOf(error: FrondError): number | undefined {
+  return error instanceof RetryLaterError ? error.retryAfterSeconds : undefined;
 }
 
 /** One line for a person: the message of a FrondError, or of anything else thrown. */

@@ -1,5 +1,6 @@
 import type { Clock } from './clock.js';
 import { describeError, type FrondErrorCode, isFrondError } from './errors.js';
+import { COUNTER_SEPARATOR, parseCounterName } from './id-format.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
@@ -11,7 +12,7 @@ import {
   type SegmentId,
 } from './segment-buffer.js';
 import type { SegmentStore } from './segment-store.js';
-import { assertValidTag, tagProblem } from './tag.js';
+import { assertValidTag, invalidTag, tagProblem } from './tag.js';
 import { type TagCatalogue, tagNotFound } from './tag-catalogue.js';
 
 /** A failed call to the store: its code (STORE_UNAVAILABLE for anything not a FrondError), message and time. */
@@ -162,7 +163,9 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     if (tags.length === 0 || this.closed) return;
     const present = new Set(tags);
     for (const tag of tags) {
-      if (this.buffers.has(tag)) continue;
+      // A formatted tag's counter (tag U+001F period) is served through its tag, on demand: no
+      // buffer ahead of its first request, and no warning that its name is not a tag's.
+      if (this.buffers.has(tag) || isCounterName(tag)) continue;
       const problem = tagProblem(tag);
       if (problem === undefined) {
         this.buffers.set(tag, this.createBuffer(tag));
@@ -217,7 +220,7 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     if (buffer === undefined) {
       const missingUntil = this.missing.get(tag);
       if (missingUntil !== undefined && missingUntil > this.clock.now()) throw tagNotFound(tag);
-      buffer = this.createBuffer(assertValidTag(tag));
+      buffer = this.createBuffer(assertServableName(tag));
       this.buffers.set(tag, buffer);
     }
     try {
@@ -228,6 +231,14 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
       else if (buffer.retired && this.buffers.get(tag) === buffer) this.buffers.delete(tag);
       throw error;
     }
+  }
+
+  /**
+   * Forgets that `tag` was found missing: its row was just created (a formatted tag's counter for
+   * a new period), so the next call asks the store instead of answering TAG_NOT_FOUND from memory.
+   */
+  found(tag: string): void {
+    this.missing.delete(tag);
   }
 
   private forget(tag: string, buffer: SegmentBuffer): void {
@@ -246,4 +257,22 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
       void this.refresh().finally(() => this.scheduleRefresh());
     }, this.options.tagRefreshMs);
   }
+}
+
+/** Whether `name` is a formatted tag's counter (`counterName`): a row frond made, not a tag. */
+export function isCounterName(name: string): boolean {
+  return name.includes(COUNTER_SEPARATOR) && parseCounterName(name) !== undefined;
+}
+
+/**
+ * A tag, or a formatted tag's counter (`tag` U+001F period key, src/core/id-format.ts), which is
+ * taken through the same buffers; anything else is INVALID_TAG. The routes refuse counter names
+ * themselves (TagIssuer): a counter is reached only through its tag.
+ */
+export function assertServableName(name: string): string {
+  if (!name.includes(COUNTER_SEPARATOR)) return assertValidTag(name);
+  const counter = parseCounterName(name);
+  const problem = counter === undefined ? tagProblem(name) : tagProblem(counter.tag);
+  if (problem !== undefined) throw invalidTag(name, problem);
+  return name;
 }

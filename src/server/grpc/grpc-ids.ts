@@ -106,13 +106,15 @@ export function createIdService(deps: Promise<GrpcIdDeps>, logger: Logger): Unty
       const tag = assertValidTag(String(request.tag ?? ''));
       // A buffered ID is answered without waiting on the issuer's promise.
       const id = segment.tryOne(tag) ?? (await segment.one(tag));
-      return { id: wire(id) };
+      // A formatted tag's number is text: `text` holds it and `id` stays 0 (unset).
+      return typeof id === 'string' ? { text: id } : { id: wire(id) };
     }),
     Batch: unary(async (request, { issuer, snowflake }) => {
       const segment = idModes(issuer, snowflake).needSegment();
       const tag = assertValidTag(String(request.tag ?? ''));
       const ids = await segment.many(tag, grpcCount(request.count));
-      return { ids: ids.map(wire) };
+      if (typeof ids[0] === 'string') return { texts: ids };
+      return { ids: (ids as SegmentId[]).map(wire) };
     }),
     Ranges: unary(async (request, { issuer, snowflake }) => {
       const segment = idModes(issuer, snowflake).needSegment();

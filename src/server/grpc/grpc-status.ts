@@ -1,5 +1,5 @@
 import { Metadata, type ServerErrorResponse, status } from '@grpc/grpc-js';
-import { FrondError, type FrondErrorCode, isFrondError } from '../../core/errors.js';
+import { FrondError, type FrondErrorCode, isFrondError, retryAfterOf } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 
 /**
@@ -39,6 +39,7 @@ export const GRPC_STATUS = {
   OPAQUE_SECRET_MISMATCH: status.UNAVAILABLE,
   OPAQUE_TAG_FIXED: status.FAILED_PRECONDITION,
   OPAQUE_NO_RANGES: status.FAILED_PRECONDITION,
+  FORMAT_NO_RANGES: status.FAILED_PRECONDITION,
   TAG_KIND_CHANGED: status.UNAVAILABLE,
   INVALID_CONFIG: status.INTERNAL,
   INTERNAL: status.INTERNAL,
@@ -46,6 +47,8 @@ export const GRPC_STATUS = {
 
 /** The trailing metadata key that carries frond's code, as HTTP's `{"error":{"code"}}` does. */
 export const FROND_CODE_KEY = 'frond-code';
+/** The trailing metadata key with the seconds to wait, as HTTP's `Retry-After` (a formatted tag's period used up). */
+export const RETRY_AFTER_KEY = 'retry-after';
 
 /**
  * The status a failed call ends with: the code's gRPC status, `CODE: message` as its details and
@@ -64,6 +67,10 @@ export function grpcError(error: unknown, logger: Logger): ServerErrorResponse {
   }
   const metadata = new Metadata();
   metadata.set(FROND_CODE_KEY, failure.code);
+  // A failure that ends at a known moment is UNAVAILABLE, as HTTP answers it 503 (http-status.ts).
+  const retryAfter = retryAfterOf(failure);
+  if (retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(retryAfter));
   const details = `${failure.code}: ${failure.message}`;
-  return Object.assign(new Error(details), { code: GRPC_STATUS[failure.code], details, metadata });
+  const code = retryAfter === undefined ? GRPC_STATUS[failure.code] : status.UNAVAILABLE;
+  return Object.assign(new Error(details), { code, details, metadata });
 }

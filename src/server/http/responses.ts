@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { FrondError, type FrondErrorCode, isFrondError } from '../../core/errors.js';
+import { FrondError, type FrondErrorCode, isFrondError, retryAfterOf } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { HTTP_STATUS } from './http-status.js';
+import { httpStatusOf } from './http-status.js';
 
 // Leaf answers `text/plain;charset=UTF-8` with the bare decimal ID and no newline.
 const TEXT_TYPE = 'text/plain;charset=UTF-8';
@@ -22,6 +22,12 @@ export function sendId(res: ServerResponse, decimal: string): void {
   TEXT_HEADERS[3] = decimal.length;
   res.writeHead(200, TEXT_HEADERS);
   res.end(decimal);
+}
+
+/** A formatted tag's number on Leaf's route: text, whose byte count may differ from its length (UTF-8). */
+export function sendText(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'content-type': TEXT_TYPE, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }
 
 /** `{"ids":["…"]}` for one ID in decimal: the bytes `idsJson([id])` makes, without a Buffer. */
@@ -76,9 +82,9 @@ export function sendError(res: ServerResponse, error: unknown, logger: Logger): 
     res.destroy();
     return failure.code;
   }
-  const status = HTTP_STATUS[failure.code];
+  const status = httpStatusOf(failure);
   const headers: Record<string, string> = { 'content-type': JSON_TYPE };
-  if (failure.retryable) headers['retry-after'] = '1';
+  if (failure.retryable) headers['retry-after'] = String(retryAfterOf(failure) ?? 1);
   if (failure.code === 'METHOD_NOT_ALLOWED') headers.allow = (failure as { allow?: string }).allow ?? 'GET';
   res.writeHead(status, headers);
   res.end(JSON.stringify({ error: { code: failure.code, message: failure.message } }));

@@ -1,4 +1,14 @@
 const OPEN = Buffer.from('{"ids":[');
+
+/**
+ * `{"ids":[…]}` of whatever a tag issued: numbers as `idsJson` writes them, or a formatted tag's
+ * numbers (text, JSON strings with their escapes: a format's literal text may hold `"` or `\`).
+ * A batch is all one or all the other (one tag, one kind).
+ */
+export function issuedJson(ids: readonly (number | bigint | string)[]): Buffer {
+  if (typeof ids[0] === 'string') return Buffer.from(JSON.stringify({ ids }));
+  return idsJson(ids as readonly (number | bigint)[]);
+}
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const NINE = 0x39;

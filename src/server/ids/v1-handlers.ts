@@ -6,7 +6,7 @@ import { decodeTagPath } from '../../core/tag.js';
 import { sendJson, sendJsonBytes, sendOneIdJson } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
 import type { IdModes } from './id-modes.js';
-import { idsJson } from './ids-json.js';
+import { idsJson, issuedJson } from './ids-json.js';
 
 /** The largest batch one request may ask for (Tinyid's batch.size.max is the same). */
 export const MAX_COUNT = 10_000;
@@ -43,9 +43,11 @@ export function createV1Handlers(
       // metrics (request-timing.ts): the same ID and bytes `many(tag, 1)` would have given.
       if (count === 1) {
         const id = allocator.tryOne(tag);
+        if (typeof id === 'string') return sendJsonBytes(res, 200, issuedJson([id]));
         if (id !== undefined) return sendOneIdJson(res, String(id));
       }
-      allocator.many(tag, count).then((ids) => sendJsonBytes(res, 200, idsJson(ids)), fail(res));
+      // A formatted tag's numbers are JSON strings too, always, even when they are all digits.
+      allocator.many(tag, count).then((ids) => sendJsonBytes(res, 200, issuedJson(ids)), fail(res));
     },
 
     v1Ranges(_req, res, rawTag, query) {

@@ -7,10 +7,9 @@ import { randomTag } from '../../../test/support/random-tag.js';
 import { silentLogger } from '../../core/logger.js';
 import { OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../../core/segment-allocator.js';
-import type { SegmentId } from '../../core/segment-buffer.js';
 import { OpaqueSecret } from './opaque-keys.js';
 import { encodeInChunks, OPAQUE_CHUNK, OpaqueTags } from './opaque-tags.js';
-import { TagIssuer } from './tag-issuer.js';
+import { type IssuedId, TagIssuer } from './tag-issuer.js';
 
 const SECRET = OpaqueSecret.fromBytes(randomBytes(32), 'test');
 
@@ -44,7 +43,7 @@ describe('OpaqueTags: batches encoded in chunks', () => {
       const { tag, issuer } = await opaqueNode(domain);
       // Two large batches at once, each refilled in chunks with turns of the event loop between
       // them (and single IDs taken meanwhile): their chunks interleave on one codec.
-      const singles: Promise<SegmentId | bigint>[] = [];
+      const singles: Promise<IssuedId>[] = [];
       const both = Promise.all([issuer.many(tag, 6_000), issuer.many(tag, 6_000)]);
       for (let i = 0; i < 20; i++) singles.push(issuer.one(tag));
       const [first, second] = await both;

@@ -1,9 +1,11 @@
 import { FrondError } from '../../core/errors.js';
+import { parseFormat } from '../../core/id-format.js';
 import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SegmentId } from '../../core/segment-buffer.js';
 import { type CataloguedStore, type OpaqueSetting, tagNotFound } from '../../core/tag-catalogue.js';
-import { kindKey, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
+import { type FormatSetting, kindKey, kindName, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
+import { FormattedTag } from './formatted-tag.js';
 import type { OpaqueSecret } from './opaque-keys.js';
 
 /** Segment IDs a refill takes at least: about 0.6 µs an ID encoded in a batch, ~10 µs alone. */
@@ -20,9 +22,9 @@ export const OPAQUE_CHUNK = 256;
 /** A refill starts when fewer than this many encoded IDs are left, so a request rarely waits. */
 const LOW_WATER = OPAQUE_BATCH / 2;
 
-/** A tag's IDs as served: `PLAIN` (segment IDs as they are), an opaque tag, or a refusal. */
+/** A tag's IDs as served: `PLAIN` (segment IDs as they are), an opaque tag, a formatted one, or a refusal. */
 export const PLAIN = 'plain';
-export type TagMode = typeof PLAIN | OpaqueTag | FrondError;
+export type TagMode = typeof PLAIN | OpaqueTag | FormattedTag | FrondError;
 
 /**
  * One opaque tag on this node: its codec, and opaque IDs encoded ahead in batches from segment IDs
@@ -152,8 +154,12 @@ export class OpaqueTags {
    * opaque way at once (a hint: a tag created plain since is found so by its first grant).
    */
   async preload(): Promise<void> {
-    const opaque = await this.segment.store.listOpaque();
+    const [opaque, formats] = await Promise.all([
+      this.segment.store.listOpaque(),
+      this.segment.store.listFormats(),
+    ]);
     for (const [tag, setting] of opaque) this.learn(tag, { opaque: setting, format: null });
+    for (const [tag, format] of formats) this.learn(tag, { opaque: null, format });
   }
 
   /** The mode `tag` was last learned in (undefined: none yet, served as plain until a grant says otherwise). */
@@ -170,12 +176,20 @@ export class OpaqueTags {
     // tag under its name is refused), so a grant that says plain for a tag this node knows as opaque
     // means that row was deleted by hand: serving plain IDs could repeat opaque ones already served.
     // The node keeps refusing (and keeps the opaque kind in mind) until the row is back.
-    if (known?.key.startsWith('opaque ') && kind.opaque === null) {
+    if (known?.key.startsWith('opaque ') && kind.opaque === null && kind.format === null) {
       const mode = optionsLost(tag, known.key);
       this.learned.set(tag, { key: known.key, mode, until: this.now() + REFUSAL_RECHECK_MS });
       return mode;
     }
-    const mode = this.modeFor(tag, kind.opaque);
+    // Likewise a formatted tag's format is fixed for good (frond_tag_formats is never changed or
+    // removed, and the store refuses another kind under the name): a grant of any other kind for a
+    // tag known as formatted, or for one of its counters, means a row was changed by hand.
+    if (known?.key.startsWith('format ') && key !== known.key) {
+      const mode = formatLost(tag, known.key, kind);
+      this.learned.set(tag, { key: known.key, mode, until: this.now() + REFUSAL_RECHECK_MS });
+      return mode;
+    }
+    const mode = kind.format !== null ? this.formattedFor(tag, kind.format) : this.modeFor(tag, kind.opaque);
     this.learned.set(tag, {
       key,
       mode,
@@ -210,7 +224,12 @@ export class OpaqueTags {
         .then((entry) =>
           entry === undefined
             ? undefined
-            : this.learn(tag, entry.opaque === null ? PLAIN_KIND : { opaque: entry.opaque, format: null }),
+            : this.learn(
+                tag,
+                entry.opaque === null && entry.format === null
+                  ? PLAIN_KIND
+                  : { opaque: entry.opaque, format: entry.format },
+              ),
         );
       const current = run;
       const forget = () => {
@@ -228,8 +247,19 @@ export class OpaqueTags {
     if (mode === undefined) throw tagNotFound(tag);
     if (mode === PLAIN)
       throw new FrondError('INVALID_ARGUMENT', `tag ${tag} is not opaque: its IDs are its segment IDs`);
+    if (mode instanceof FormattedTag)
+      throw new FrondError(
+        'INVALID_ARGUMENT',
+        `tag ${tag} is formatted (${mode.format.setting.format}), not opaque: its numbers are their period and sequence as written, nothing to decode`,
+      );
     if (mode instanceof FrondError) throw mode;
     return mode;
+  }
+
+  /** The formatted tag `tag`, or undefined when it is not one (or this node cannot serve it). */
+  async formattedTag(tag: string): Promise<FormattedTag | undefined> {
+    const mode = await this.resolve(tag);
+    return mode instanceof FormattedTag ? mode : undefined;
   }
 
   /** The setting a new opaque tag is stored with; OPAQUE_SECRET_MISSING without a secret. */
@@ -242,6 +272,18 @@ export class OpaqueTags {
   matches(tag: string, setting: OpaqueSetting): boolean | null {
     if (this.secret === undefined) return null;
     return this.secret.keyCheck(tag, parseDomain(setting.domain)) === setting.keyCheck;
+  }
+
+  /** A formatted tag's mode; a format this version refuses (a row written by hand) is refused. */
+  private formattedFor(tag: string, setting: FormatSetting): TagMode {
+    try {
+      return new FormattedTag(tag, parseFormat(setting), this.segment, this.now);
+    } catch (error) {
+      return new FrondError(
+        'INVALID_CONFIG',
+        `tag ${tag} has format ${JSON.stringify(setting.format)} in ${setting.timeZone} in frond_tag_formats, which this version refuses: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
   }
 
   private modeFor(tag: string, setting: OpaqueSetting | null): TagMode {
@@ -275,6 +317,14 @@ function optionsLost(tag: string, key: string): FrondError {
   return new FrondError(
     'INVALID_CONFIG',
     `tag ${tag} is opaque (${domain}) but the store now grants it as plain: its frond_tag_options row was deleted; put it back (biz_tag ${JSON.stringify(tag)}, opaque_domain '${domain}', key_check '${keyCheck}'): plain IDs could repeat opaque IDs already served`,
+  );
+}
+
+function formatLost(tag: string, key: string, granted: TagKind): FrondError {
+  const [format, timeZone] = JSON.parse(key.slice('format '.length)) as [string, string];
+  return new FrondError(
+    'INVALID_CONFIG',
+    `tag ${tag} is formatted (${format}, ${timeZone}) but the store now grants it as ${kindName(granted)}: a frond_tag_formats row was deleted or changed by hand; put it back (biz_tag ${JSON.stringify(tag)} and its counters, id_format ${JSON.stringify(format)}, time_zone '${timeZone}'): numbers of another kind could repeat ones already served`,
   );
 }
 

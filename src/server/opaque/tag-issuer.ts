@@ -1,9 +1,18 @@
 import { FrondError } from '../../core/errors.js';
+import { COUNTER_SEPARATOR } from '../../core/id-format.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { IdRun, SegmentId } from '../../core/segment-buffer.js';
+import { invalidTag } from '../../core/tag.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { KindChangedError } from '../../core/tag-kind.js';
+import { FormattedTag } from './formatted-tag.js';
 import { OpaqueTag, type OpaqueTags, PLAIN, type TagMode } from './opaque-tags.js';
+
+/** What a route is given: a plain or opaque ID (a number), or a formatted tag's number (text). */
+export type IssuedId = SegmentId | bigint | string;
+
+/** The modes that issue IDs: everything a tag may be served as but a refusal. */
+type Serving = typeof PLAIN | OpaqueTag | FormattedTag;
 
 /**
  * A tag that changes kind between two grants is learned and tried again; three tries cover a row
@@ -24,25 +33,30 @@ export class TagIssuer {
   ) {}
 
   /** An ID if one is ready in the tag's known kind, without a promise; undefined otherwise. */
-  tryOne(tag: string): SegmentId | bigint | undefined {
+  tryOne(tag: string): IssuedId | undefined {
     const mode = this.opaque?.modeOf(tag);
     if (mode === undefined || mode === PLAIN) return this.segment.tryNext(tag);
-    return mode instanceof OpaqueTag ? mode.tryNext() : undefined;
+    return mode instanceof OpaqueTag || mode instanceof FormattedTag ? mode.tryNext() : undefined;
   }
 
-  one(tag: string): Promise<SegmentId | bigint> {
-    return this.issue(tag, (mode) => (mode === PLAIN ? this.segment.next(tag) : mode.next()));
+  one(tag: string): Promise<IssuedId> {
+    return this.issue<IssuedId>(tag, (mode) => (mode === PLAIN ? this.segment.next(tag) : mode.next()));
   }
 
-  many(tag: string, count: number): Promise<(SegmentId | bigint)[]> {
-    return this.issue(tag, (mode) =>
+  many(tag: string, count: number): Promise<IssuedId[]> {
+    return this.issue<IssuedId[]>(tag, (mode) =>
       mode === PLAIN ? this.segment.nextMany(tag, count) : mode.nextMany(count),
     );
   }
 
-  /** Runs of consecutive IDs; an opaque tag has none (OPAQUE_NO_RANGES). */
+  /** Runs of consecutive IDs; an opaque tag has none (OPAQUE_NO_RANGES), nor a formatted one (FORMAT_NO_RANGES). */
   ranges(tag: string, count: number): Promise<IdRun[]> {
     return this.issue(tag, (mode) => {
+      if (mode instanceof FormattedTag)
+        throw new FrondError(
+          'FORMAT_NO_RANGES',
+          `tag ${tag} is formatted (${mode.format.setting.format}): its numbers are text, not runs of integers, so /v1/ranges cannot grant them; use /v1/segment/${encodeURIComponent(tag)}?count=N`,
+        );
       if (mode !== PLAIN)
         throw new FrondError(
           'OPAQUE_NO_RANGES',
@@ -52,7 +66,10 @@ export class TagIssuer {
     });
   }
 
-  private async issue<T>(tag: string, take: (mode: typeof PLAIN | OpaqueTag) => Promise<T>): Promise<T> {
+  private async issue<T>(tag: string, take: (mode: Serving) => Promise<T>): Promise<T> {
+    // A formatted tag's counter is a row of the table, but not a tag: reached through its tag only.
+    if (tag.includes(COUNTER_SEPARATOR))
+      throw invalidTag(tag, 'a tag has no control characters (U+0000 to U+001F, U+007F to U+009F)');
     const opaque = this.opaque;
     for (let attempt = 1; ; attempt++) {
       const mode: TagMode = opaque === undefined ? PLAIN : await opaque.current(tag);

@@ -1,15 +1,16 @@
 import { describeError, FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import type { IdRun, SegmentId } from '../../core/segment-buffer.js';
+import type { IdRun } from '../../core/segment-buffer.js';
 import { parseSnowflakeId, type SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import { sameToken } from '../http/access.js';
 import { disabled } from '../http/mode-disabled.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { MAX_COUNT, MAX_RANGE_COUNT } from '../ids/v1-handlers.js';
-import type { TagIssuer } from '../opaque/tag-issuer.js';
+import type { IssuedId, TagIssuer } from '../opaque/tag-issuer.js';
 import { FROND_VERSION } from '../ops/version.js';
 import {
+  array,
   asciiBulk,
   bulk,
   EMPTY_ARRAY,
@@ -111,8 +112,15 @@ function rangesReply(runs: readonly IdRun[]): string {
   return out;
 }
 
-const idBulk = (id: SegmentId | bigint) => asciiBulk(String(id));
-const idInteger = (id: SegmentId | bigint) => `:${id}\r\n`;
+// A formatted tag's number is text: a bulk string on GET and INCR alike (UTF-8 length), and IDS
+// answers an array of them.
+const idBulk = (id: IssuedId) => (typeof id === 'string' ? bulk(id) : asciiBulk(String(id)));
+const idInteger = (id: IssuedId) => (typeof id === 'string' ? bulk(id) : `:${id}\r\n`);
+
+function issuedReply(ids: readonly IssuedId[]): string {
+  if (typeof ids[0] !== 'string') return integers(ids as readonly (number | bigint)[]);
+  return array((ids as readonly string[]).map(bulk));
+}
 
 /**
  * The command table: every command by its upper-case name. ID commands go through the same
@@ -129,7 +137,7 @@ export function createRespCommands(deps: RespDeps): Map<string, CommandSpec> {
     if (deps.snowflake === undefined) throw disabled('snowflake', '--no-snowflake');
     return deps.snowflake;
   };
-  const oneId = (tag: string, reply: (id: SegmentId | bigint) => string): RespReply => {
+  const oneId = (tag: string, reply: (id: IssuedId) => string): RespReply => {
     const issuer = needSegment();
     const id = issuer.tryOne(tag);
     if (id !== undefined) return reply(id);
@@ -155,7 +163,7 @@ export function createRespCommands(deps: RespDeps): Map<string, CommandSpec> {
         run: (args) => {
           const issuer = needSegment();
           const count = parseRespCount(args[2] as string, MAX_COUNT);
-          return issuer.many(args[1] as string, count).then(integers, failed);
+          return issuer.many(args[1] as string, count).then(issuedReply, failed);
         },
       },
     ],
