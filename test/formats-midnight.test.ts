@@ -120,6 +120,14 @@ async function throughMidnight(t: TestContext, kind: 'sqlite' | 'postgres' | 'my
         `node ${index} served numbers of ${day}`,
       );
   }
+  // The days' counters are rows of their own, hidden from the tag list: only the tag shows.
+  const listed = (await (await fetch(`${(nodes[0] as ClockedNode).process.url}/v1/tags`)).json()) as {
+    tags: { tag: string }[];
+  };
+  assert.deepEqual(
+    listed.tags.filter((row) => row.tag.startsWith(tag)).map((row) => row.tag),
+    [tag],
+  );
   // C, 5 s behind, numbered the old day after A or B had numbered the new one.
   const firstNew = served.find((one) => one.node !== 2 && dayOf(one.id) === '20270101');
   const lateOld = served.filter(
