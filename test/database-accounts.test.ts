@@ -127,8 +127,8 @@ for (const dialect of DIALECTS) {
       // account without a privilege on the database for a table that is missing or not granted.
       const tables =
         dialect === 'postgres'
-          ? /has no frond_fence, frond_high_water and frond_tag_options and the account \S+ may not create them \(permission denied for schema public\)/
-          : /the account \S+ cannot see frond_fence, frond_high_water and frond_tag_options \(missing, or no privilege on them\)/;
+          ? /has no frond_fence, frond_high_water, frond_tag_options and frond_tag_formats and the account \S+ may not create them \(permission denied for schema public\)/
+          : /the account \S+ cannot see frond_fence, frond_high_water, frond_tag_options and frond_tag_formats \(missing, or no privilege on them\)/;
       const command = new RegExp(
         `serves no segment without them .*'frond db init --print --grant-to ${account.grantee} --store ${dialect}://${account.name}@127\\.0\\.0\\.1:\\d+/${db.name}'$`,
       );
@@ -174,6 +174,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await frondTables(db), [
         'frond_fence',
         'frond_high_water',
+        'frond_tag_formats',
         'frond_tag_options',
         'frond_worker_lease',
       ]);

@@ -14,6 +14,7 @@ import { postgresBackend } from '../src/stores/postgres/postgres-backend.js';
 import { DEFAULT_FENCE_SKIP } from '../src/stores/segment-primitive.js';
 import {
   ADDING,
+  ADDING_FORMATTED,
   ADDING_OPAQUE,
   FENCING,
   LISTING,
@@ -286,17 +287,21 @@ describe('documentation agrees with the code', () => {
     const rows = [...section.matchAll(/^\| (`frond [^|]*|serving[^|]*)\|(.*)\|$/gm)].map((row) =>
       (row[2] ?? '').split('|').map((cell) => cell.trim()),
     );
-    const cells = (use: Use, opaque?: Use) =>
+    // Beyond `use`, what each of `kinds` adds, as `SELECT; INSERT for an opaque tag`.
+    const cells = (use: Use, ...kinds: [Use, string][]) =>
       STORE_TABLES.map((table) => {
         const own = (use.needs[table] ?? []).join(', ');
-        const more = (opaque?.needs[table] ?? []).filter((p) => !(use.needs[table] ?? []).includes(p));
-        return more.length === 0 ? own : `${own}; ${more.join(', ')} for an opaque tag`;
+        const more = kinds.flatMap(([kind, what]) => {
+          const extra = (kind.needs[table] ?? []).filter((p) => !(use.needs[table] ?? []).includes(p));
+          return extra.length === 0 ? [] : [`${extra.join(', ')} for ${what}`];
+        });
+        return [own, ...more].join('; ');
       });
     assert.deepEqual(rows.slice(0, 6), [
       cells(SERVING),
       cells(FENCING),
       cells(LISTING),
-      cells(ADDING, ADDING_OPAQUE),
+      cells(ADDING, [ADDING_OPAQUE, 'an opaque tag'], [ADDING_FORMATTED, 'a formatted tag']),
       cells(REMOVING),
       cells(SETTING_STEP),
     ]);

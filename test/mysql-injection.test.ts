@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it, type TestContext } from 'node:test';
 import mysql from 'mysql2/promise';
 import { isFrondError } from '../src/core/errors.js';
-import type { OpaqueSetting } from '../src/core/tag-catalogue.js';
+import type { FormatSetting, OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import type { MysqlSegmentStore } from '../src/stores/mysql/mysql-segment-store.js';
@@ -51,6 +51,12 @@ const CORPUS: readonly string[] = [
   '\\'.repeat(128),
   `${ISSUE_PAYLOAD}${'x'.repeat(128)}`.slice(0, 128),
 ];
+
+/** A format that is SQL too (the store stores it as given): id_format is varchar(255), time_zone varchar(64). */
+const FORMAT: FormatSetting = {
+  format: "ORD-{seq:6}'); DELETE FROM leaf_alloc; -- \\' `x`",
+  timeZone: "UTC'; UPDATE frond_tag_formats SET id_format='x'; -- ",
+};
 
 /** A setting that is SQL too: opaque_domain is varchar(16), key_check varchar(32). */
 const SETTING: OpaqueSetting = { domain: "d\\'; --", keyCheck: "k'); DELETE FROM leaf_alloc; -- " };
@@ -154,6 +160,7 @@ interface Snapshot {
   highWater: Rows;
   fence: Rows;
   options: Rows;
+  formats: Rows;
 }
 
 /** Everything the store could touch, tags as hex so that bytes are compared. */
@@ -169,6 +176,9 @@ async function snapshot(connection: mysql.Connection): Promise<Snapshot> {
     options: await read(
       'SELECT HEX(biz_tag) AS tag, HEX(opaque_domain) AS domain, HEX(key_check) AS key_check FROM frond_tag_options ORDER BY HEX(biz_tag)',
     ),
+    formats: await read(
+      'SELECT HEX(biz_tag) AS tag, HEX(id_format) AS format, HEX(time_zone) AS zone FROM frond_tag_formats ORDER BY HEX(biz_tag)',
+    ),
   };
 }
 
@@ -177,19 +187,31 @@ const hexOf = (text: string) => Buffer.from(text, 'utf8').toString('hex').toUppe
 function others(state: Snapshot, tag: string): Snapshot {
   const hex = hexOf(tag);
   const keep = (rows: Rows) => rows.filter((row) => row.tag !== hex);
-  return { ...state, leaf: keep(state.leaf), highWater: keep(state.highWater), options: keep(state.options) };
+  return {
+    ...state,
+    leaf: keep(state.leaf),
+    highWater: keep(state.highWater),
+    options: keep(state.options),
+    formats: keep(state.formats),
+  };
 }
 
 interface OwnRows {
   leaf: Rows;
   highWater: Rows;
   options: Rows;
+  formats: Rows;
 }
 
 function own(state: Snapshot, tag: string): OwnRows {
   const hex = hexOf(tag);
   const mine = (rows: Rows) => rows.filter((row) => row.tag === hex);
-  return { leaf: mine(state.leaf), highWater: mine(state.highWater), options: mine(state.options) };
+  return {
+    leaf: mine(state.leaf),
+    highWater: mine(state.highWater),
+    options: mine(state.options),
+    formats: mine(state.formats),
+  };
 }
 
 const shown = (tag: string) => JSON.stringify(tag.length > 40 ? `${tag.slice(0, 40)}…` : tag);
@@ -261,7 +283,7 @@ for (const target of TARGETS) {
             rejectsWith('TAG_NOT_FOUND', () => store.setStep(tag, 7)),
           );
           const none = await check('tag', async () => undefined);
-          assert.deepEqual(none, { leaf: [], highWater: [], options: [] }, shown(tag));
+          assert.deepEqual(none, { leaf: [], highWater: [], options: [], formats: [] }, shown(tag));
           // Its row, its name and description stored byte for byte.
           const added = await check('addTag', () =>
             store.addTag({ tag, step: 10, start: 5n, description: tag }),
@@ -337,6 +359,55 @@ for (const target of TARGETS) {
       }
     });
 
+    it('serves formatted tags named as SQL under formats that are SQL, and touches no other row', async (t) => {
+      const opened = await target.open(t);
+      if (opened === undefined) return;
+      const store = openStore(opened.url) as MysqlSegmentStore;
+      const plain = unjournaled(store);
+      const kind = { opaque: null, format: FORMAT };
+      try {
+        await seed(store);
+        for (const tag of CORPUS) {
+          const check = (what: string, operation: () => Promise<unknown>): Promise<OwnRows> =>
+            confined(opened, tag, what, operation);
+          const added = await check('addTag formatted', () =>
+            store.addTag({ tag, step: 10, start: 1n, description: tag, format: FORMAT }),
+          );
+          assert.deepEqual(added.formats, [
+            { tag: hexOf(tag), format: hexOf(FORMAT.format), zone: hexOf(FORMAT.timeZone) },
+          ]);
+          assert.equal(added.leaf.length, 1, shown(tag));
+          await check('tag', async () => assert.deepEqual((await store.tag(tag))?.format, FORMAT));
+          await check('unjournaled advance', async () =>
+            assert.deepEqual(await plain.advance(tag), { maxId: 11n, step: 10, tableStep: 10, kind }),
+          );
+          await check('listFormats', async () =>
+            assert.deepEqual((await store.listFormats()).get(tag), FORMAT),
+          );
+          await check('removeTag', () => store.removeTag(tag));
+          const refused = await check(
+            'addTag',
+            rejectsWith('FORMAT_TAG_FIXED', () => store.addTag({ tag, step: 10, start: 1n })),
+          );
+          assert.deepEqual(refused.leaf, [], shown(tag));
+          await check(
+            'addTag other format',
+            rejectsWith('FORMAT_TAG_FIXED', () =>
+              store.addTag({ tag, step: 10, start: 1n, format: { ...FORMAT, timeZone: 'UTC' } }),
+            ),
+          );
+          const back = await check('addTag same format', () =>
+            store.addTag({ tag, step: 10, start: 1n, format: FORMAT }),
+          );
+          assert.equal(back.leaf[0]?.max_id, '11', shown(tag));
+          assert.equal(back.formats.length, 1, shown(tag));
+        }
+      } finally {
+        await store.close();
+        await opened.close();
+      }
+    });
+
     it('serves opaque tags named as SQL under settings that are SQL, and touches no other row', async (t) => {
       const opened = await target.open(t);
       if (opened === undefined) return;
@@ -360,7 +431,7 @@ for (const target of TARGETS) {
               maxId: 11n,
               step: 10,
               tableStep: 10,
-              kind: { opaque: SETTING },
+              kind: { opaque: SETTING, format: null },
             }),
           );
           await check('primitive advance', async () => {
@@ -369,7 +440,7 @@ for (const target of TARGETS) {
               maxId: 15n,
               step: 4,
               tableStep: 10,
-              kind: { opaque: SETTING },
+              kind: { opaque: SETTING, format: null },
             });
           });
           await check('listOpaque', async () =>

@@ -151,7 +151,7 @@ describe('PostgreSQL store: names and settings are data, never SQL', () => {
 
           await store.addTag({ tag: twin, step: 10, start: 1n, description: name }, SETTING);
           assert.deepEqual((await store.tag(twin))?.opaque, SETTING);
-          assert.deepEqual((await grants.advance(twin))?.kind, { opaque: SETTING });
+          assert.deepEqual((await grants.advance(twin))?.kind, { opaque: SETTING, format: null });
           await assert.rejects(store.addTag({ tag: name, step: 10, start: 1n }, SETTING), (error) =>
             isFrondError(error, 'TAG_EXISTS'),
           );
@@ -310,7 +310,28 @@ describe("PostgreSQL store: frond's tables dropped under an open store", () => {
         const setting = { domain: 'bits:20', keyCheck: 'k' };
         await db.sql('DROP TABLE frond_tag_options');
         await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
-        assert.deepEqual((await grants.advance(opaque))?.kind, { opaque: setting });
+        assert.deepEqual((await grants.advance(opaque))?.kind, { opaque: setting, format: null });
+      } finally {
+        await store.close();
+      }
+    }));
+
+  it('goes on after frond_tag_formats is dropped, and reads the format from the table created again', (t) =>
+    withDatabase(t, async (db) => {
+      const store = openPg(db);
+      const grants = unjournaled(store);
+      try {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n });
+        await db.sql('DROP TABLE frond_tag_formats');
+        assert.deepEqual((await grants.advance(tag))?.kind, PLAIN_KIND);
+        const formatted = randomTag();
+        const format = { format: 'ORD-{seq:6}', timeZone: 'UTC' };
+        await db.sql('DROP TABLE frond_tag_formats');
+        await store.addTag({ tag: formatted, step: 10, start: 1n, format });
+        assert.deepEqual((await grants.advance(formatted))?.kind, { opaque: null, format });
+        await db.sql('DROP TABLE frond_tag_formats');
+        assert.deepEqual(await store.listFormats(), new Map());
       } finally {
         await store.close();
       }

@@ -28,8 +28,11 @@ const raw: RawTable = {
   },
   async forget(t, tag) {
     const db = await database.open(t);
-    for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options'])
+    for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options', 'frond_tag_formats'])
       await db?.sql(`DELETE FROM ${table} WHERE biz_tag = $1`, [tag]);
+  },
+  async deleteFormat(t, tag) {
+    await (await database.open(t))?.sql('DELETE FROM frond_tag_formats WHERE biz_tag = $1', [tag]);
   },
   async holdHighWater(t, tag) {
     return (await database.open(t))?.hold(

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isFrondError } from '../src/core/errors.js';
-import type { CataloguedStore, OpaqueSetting } from '../src/core/tag-catalogue.js';
+import { counterName } from '../src/core/id-format.js';
+import type { CataloguedStore, FormatSetting, OpaqueSetting } from '../src/core/tag-catalogue.js';
 import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { NEW_NAMES } from '../src/stores/new-names.js';
 import { backendSkip } from './support/backend-filter.js';
@@ -25,6 +26,8 @@ export interface RawTable {
    * row, its frond_high_water record and any opaque setting gone).
    */
   forget?(t: TestContext, tag: string): Promise<void>;
+  /** `DELETE FROM frond_tag_formats WHERE biz_tag = …` by hand. */
+  deleteFormat?(t: TestContext, tag: string): Promise<void>;
 }
 
 /**
@@ -165,7 +168,7 @@ export function describeSegmentStore(
         const first = await store.listRows(undefined, 1);
         assert.ok(first.length >= 1);
         // One tag with its setting, in one read.
-        assert.deepEqual(await store.tag(a), { ...row, opaque: null });
+        assert.deepEqual(await store.tag(a), { ...row, opaque: null, format: null });
         assert.equal(await store.tag(randomTag()), undefined);
       }));
 
@@ -256,8 +259,8 @@ export function describeSegmentStore(
         const setting = { domain: 'bits:20', keyCheck: 'fedcba9876543210' };
         await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
         await store.addTag({ tag: plain, step: 10, start: 1n });
-        assert.deepEqual((await store.advance(opaque))?.kind, { opaque: setting });
-        assert.deepEqual((await store.advance(opaque, 3))?.kind, { opaque: setting });
+        assert.deepEqual((await store.advance(opaque))?.kind, { opaque: setting, format: null });
+        assert.deepEqual((await store.advance(opaque, 3))?.kind, { opaque: setting, format: null });
         assert.deepEqual((await store.advance(plain))?.kind, PLAIN_KIND);
       }));
 
@@ -512,7 +515,7 @@ export function describeSegmentStore(
           // A row put back by hand is opaque again: the grant says so, and starts above the old ones.
           await raw.insertRow(t, tag, 1n, 100);
           const grant = await store.advance(tag);
-          assert.deepEqual(grant?.kind, { opaque: setting });
+          assert.deepEqual(grant?.kind, { opaque: setting, format: null });
           assert.ok(grant !== undefined && grant.maxId - BigInt(grant.step) >= 101n, `${grant?.maxId}`);
         }));
 
@@ -552,6 +555,155 @@ export function describeSegmentStore(
           assert.ok(
             start >= 101n + 1000n,
             `granted [${start}, ${grant.maxId}): the skip was added to the lowered row`,
+          );
+        }));
+    }
+
+    const FORMAT: FormatSetting = { format: 'ORD-{yyyy}{MM}{dd}-{seq:6}', timeZone: 'Europe/Berlin' };
+    const formatted = (format: FormatSetting) => ({ opaque: null, format });
+    const fixed = (error: unknown) => isFrondError(error, 'FORMAT_TAG_FIXED');
+
+    it('a formatted tag and its counter read their format back with every grant; listFormats has the tag only', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+        assert.deepEqual((await store.tag(tag))?.format, FORMAT);
+        assert.equal((await store.tag(tag))?.opaque, null);
+        assert.deepEqual((await store.advance(tag))?.kind, formatted(FORMAT));
+        // A counter, as a node serving the tag adds it: max_id from 1, the same format.
+        const counter = counterName(tag, '20261201');
+        await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+        assert.deepEqual(await store.advance(counter), {
+          maxId: 11n,
+          step: 10,
+          tableStep: 10,
+          kind: formatted(FORMAT),
+        });
+        assert.deepEqual((await store.advance(counter, 5))?.kind, formatted(FORMAT));
+        assert.deepEqual((await store.tag(counter))?.format, FORMAT);
+        const formats = await store.listFormats();
+        assert.deepEqual(formats.get(tag), FORMAT);
+        assert.equal(formats.has(counter), false, 'a counter is not a tag of its own');
+        assert.equal((await store.listOpaque()).has(tag), false);
+        // A plain tag beside it reads no format.
+        const plain = randomTag();
+        await store.addTag({ tag: plain, step: 10, start: 1n });
+        assert.equal((await store.tag(plain))?.format, null);
+        assert.deepEqual((await store.advance(plain))?.kind, PLAIN_KIND);
+        assert.equal((await store.listFormats()).has(plain), false);
+      }));
+
+    it('a counter removed and created again goes on above what it served', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+        const counter = counterName(tag, '2026120113');
+        await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+        assert.equal((await store.advance(counter))?.maxId, 11n);
+        assert.equal((await store.advance(counter))?.maxId, 21n);
+        assert.equal(await store.removeTag(counter), 21n);
+        assert.equal(await store.advance(counter), undefined);
+        // Its format row stays; created again from 1 (a node whose clock is behind), it starts at 21.
+        await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+        assert.equal((await store.tag(counter))?.maxId, 21n);
+        const grant = await store.advance(counter);
+        assert.deepEqual(grant, { maxId: 31n, step: 10, tableStep: 10, kind: formatted(FORMAT) });
+        // Another format under the counter's name is refused, as under the tag's.
+        await store.removeTag(counter);
+        await assert.rejects(
+          store.addTag({ tag: counter, step: 10, start: 1n, format: { ...FORMAT, timeZone: 'UTC' } }),
+          fixed,
+        );
+        await assert.rejects(store.addTag({ tag: counter, step: 10, start: 1n }), fixed);
+        assert.equal(await store.tag(counter), undefined, 'nothing was created');
+      }));
+
+    it('a format is fixed for good: FORMAT_TAG_FIXED for another kind or format under its name', (t) =>
+      withStore(t, async (store) => {
+        const setting = { domain: 'bits:20', keyCheck: '00112233aabbccdd' };
+        // A formatted tag that exists is TAG_EXISTS, whatever is added under its name.
+        const tag = randomTag();
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n, format: FORMAT }), (error) =>
+          isFrondError(error, 'TAG_EXISTS'),
+        );
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), (error) =>
+          isFrondError(error, 'TAG_EXISTS'),
+        );
+        // Removed: its format row stays, and only the same format comes back.
+        await store.removeTag(tag);
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }), fixed);
+        await assert.rejects(store.addTag({ tag, step: 10, start: 1n }, setting), fixed);
+        await assert.rejects(
+          store.addTag({ tag, step: 10, start: 1n, format: { ...FORMAT, format: 'ORD-{seq:6}' } }),
+          fixed,
+        );
+        await assert.rejects(
+          store.addTag({ tag, step: 10, start: 1n, format: { ...FORMAT, timeZone: 'Asia/Kolkata' } }),
+          fixed,
+        );
+        assert.equal(await store.tag(tag), undefined, 'nothing was created');
+        await store.addTag({ tag, step: 20, start: 1n, format: FORMAT });
+        assert.deepEqual((await store.tag(tag))?.format, FORMAT);
+        assert.equal((await store.tag(tag))?.step, 20);
+        assert.deepEqual((await store.listFormats()).get(tag), FORMAT);
+
+        // A name that served plain IDs, or an opaque one, does not become formatted.
+        const plain = randomTag();
+        await store.addTag({ tag: plain, step: 10, start: 1n });
+        await assert.rejects(store.addTag({ tag: plain, step: 10, start: 1n, format: FORMAT }), (error) =>
+          isFrondError(error, 'TAG_EXISTS'),
+        );
+        assert.ok(await store.advance(plain));
+        await store.removeTag(plain);
+        await assert.rejects(store.addTag({ tag: plain, step: 10, start: 1n, format: FORMAT }), fixed);
+        const opaque = randomTag();
+        await store.addTag({ tag: opaque, step: 10, start: 1n }, setting);
+        await store.removeTag(opaque);
+        await assert.rejects(store.addTag({ tag: opaque, step: 10, start: 1n, format: FORMAT }), fixed);
+        for (const name of [plain, opaque]) {
+          assert.equal(await store.tag(name), undefined, 'nothing was created');
+          assert.equal((await store.listFormats()).has(name), false);
+        }
+      }));
+
+    it('refuses a format together with an opaque setting (INVALID_ARGUMENT), creating nothing', (t) =>
+      withStore(t, async (store) => {
+        const tag = randomTag();
+        await assert.rejects(
+          store.addTag(
+            { tag, step: 10, start: 1n, format: FORMAT },
+            { domain: 'bits:20', keyCheck: '00112233aabbccdd' },
+          ),
+          (error) => isFrondError(error, 'INVALID_ARGUMENT'),
+        );
+        assert.equal(await store.tag(tag), undefined);
+        assert.equal((await store.listFormats()).has(tag), false);
+        assert.equal((await store.listOpaque()).has(tag), false);
+        // The name is still free.
+        await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+      }));
+
+    const deleteFormat = raw?.deleteFormat;
+    if (deleteFormat !== undefined) {
+      it("a counter whose format row was deleted by hand is granted plain: the node's kind check refuses it", (t) =>
+        withStore(t, async (store) => {
+          const tag = randomTag();
+          await store.addTag({ tag, step: 10, start: 1n, format: FORMAT });
+          const counter = counterName(tag, 'all');
+          await store.addTag({ tag: counter, step: 10, start: 1n, format: FORMAT });
+          assert.deepEqual((await store.advance(counter))?.kind, formatted(FORMAT));
+          await deleteFormat(t, counter);
+          // Bare, the grant says plain (the server refuses it: TAG_KIND_CHANGED); through a node's
+          // data dir, the node that served it formatted refuses it itself.
+          await store.advance(counter).then(
+            (grant) => assert.deepEqual(grant?.kind, PLAIN_KIND),
+            (error: unknown) => {
+              assert.ok(
+                isFrondError(error, 'INVALID_CONFIG') && /served formatted \(ORD-/.test(error.message),
+                `${error}`,
+              );
+            },
           );
         }));
     }

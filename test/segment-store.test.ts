@@ -21,9 +21,12 @@ const raw: RawTable = {
   },
   async forget(_t, tag) {
     byHand(sqliteFile, (db) => {
-      for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options'])
+      for (const table of ['leaf_alloc', 'frond_high_water', 'frond_tag_options', 'frond_tag_formats'])
         db.prepare(`DELETE FROM ${table} WHERE biz_tag = ?`).run(tag);
     });
+  },
+  async deleteFormat(_t, tag) {
+    byHand(sqliteFile, (db) => db.prepare('DELETE FROM frond_tag_formats WHERE biz_tag = ?').run(tag));
   },
   async fence(_t, skip) {
     await fenceByHand(new SqliteSegmentStore(sqliteFile), skip);

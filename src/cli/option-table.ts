@@ -89,6 +89,25 @@ export const TAG_ADD = command({
       placeholder: 'DOMAIN',
       help: 'serve opaque IDs: bits:20..63 or digits:6..18, fixed for good (needs FROND_OPAQUE_SECRET or FROND_OPAQUE_SECRET_FILE)',
     }),
+    // Longer than a format may be (100): parseFormat's one line says what is wrong, not the parser.
+    string({
+      name: 'format',
+      flag: 'format',
+      default: undefined,
+      maxLength: 255,
+      env: false,
+      placeholder: 'FORMAT',
+      help: 'serve numbers such as ORD-20261201-000123: text with {yyyy} {yy} {MM} {dd} {HH} and one {seq:N} or {seq}, numbered from 1 each period, fixed for good (docs/formats.md)',
+    }),
+    string({
+      name: 'timeZone',
+      flag: 'time-zone',
+      default: undefined,
+      maxLength: 100,
+      env: false,
+      placeholder: 'ZONE',
+      help: "the IANA time zone of --format's dates (Europe/Berlin), UTC by default",
+    }),
   ],
 });
 

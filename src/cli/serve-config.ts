@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { sliceOf } from '../core/option-entry.js';
 import type { SnowflakeLayout } from '../core/snowflake-layout.js';
+import { type DeclaredFormatTag, parseDeclaredFormatTag } from '../server/opaque/format-config.js';
 import { parseDeclaredOpaqueTag } from '../server/opaque/opaque-config.js';
 import type {
   AccessConfig,
@@ -162,7 +163,22 @@ function segmentConfig(settings: ServeSettings): SegmentConfig {
     store,
     storeSetting: storeSettingOf(settings),
     opaqueTags: declaredOpaqueTags(settings),
+    formatTags: declaredFormatTags(settings),
   };
+}
+
+/** `--format-tag TAG=FORMAT[@ZONE]`, each tag once, none also opaque; only segment mode has tags. */
+function declaredFormatTags(settings: ServeSettings): readonly DeclaredFormatTag[] {
+  const declared = settings.formatTags.map((text) => parseDeclaredFormatTag(text, '--format-tag'));
+  if (declared.length > 0 && !settings.segment)
+    throw usage('--format-tag declares segment tags, and --no-segment turns segment mode off: drop one');
+  const seen = new Set(settings.opaqueTags.map((text) => text.slice(0, text.lastIndexOf('='))));
+  for (const { tag } of declared) {
+    if (seen.has(tag))
+      throw usage(`--format-tag names tag ${tag} twice, or also in --opaque-tag: give each tag once`);
+    seen.add(tag);
+  }
+  return declared;
 }
 
 /** `--opaque-tag TAG=DOMAIN`, each tag once; only segment mode has tags. */

@@ -1,7 +1,9 @@
 import { FrondError } from '../core/errors.js';
 import { assertOpaqueStart, formatDomain, parseDomain } from '../core/opaque-codec.js';
+import { isCounterName } from '../core/segment-allocator.js';
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../core/tag.js';
 import { tagNotFound } from '../core/tag-catalogue.js';
+import { counterCounts, newFormatSetting, removeTagAndCounters } from '../server/opaque/format-setting.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
 import { ask, mustAsk } from './confirm.js';
 import { TAG_ADD, TAG_LIST, TAG_REMOVE, TAG_SET_STEP } from './option-table.js';
@@ -14,6 +16,9 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   const choice = commandStore(settings, sources);
   const tag = assertValidTag(positionals[0] as string);
   const step = assertStep(settings.step);
+  if (settings.format !== undefined) return addFormatted(tag, step, settings, choice, out);
+  if (settings.timeZone !== undefined)
+    throw new FrondError('INVALID_ARGUMENT', '--time-zone goes with --format: give both, or neither');
   const parsed = parseDecimal(settings.start);
   if (parsed === undefined) {
     throw new FrondError(
@@ -62,11 +67,49 @@ async function add(args: string[], out: (line: string) => void): Promise<number>
   return 0;
 }
 
+/** `frond tag add TAG --format F [--time-zone Z]`: a formatted tag (docs/formats.md). */
+async function addFormatted(
+  tag: string,
+  step: number,
+  settings: {
+    format: string | undefined;
+    timeZone: string | undefined;
+    opaque: string | undefined;
+    start: string;
+    description: string | undefined;
+  },
+  choice: ReturnType<typeof commandStore>,
+  out: (line: string) => void,
+): Promise<number> {
+  const format = newFormatSetting(tag, settings.format as string, settings.timeZone, settings.opaque);
+  if (settings.start !== '1')
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `tag ${tag}: a formatted tag numbers each period from 1; --start does not apply to it`,
+    );
+  const description = settings.description ?? null;
+  const where = await withStore(choice, async (store) => {
+    await store.addTag({ tag, step, start: 1n, description, format });
+    return store.description;
+  });
+  out(
+    `added formatted tag ${tag}: ${format.format} in ${format.timeZone}, numbered from 1 each period, step ${step} (store ${where})`,
+  );
+  return 0;
+}
+
 async function list(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, sources } = parseCommand(TAG_LIST, args, { rejectUnknownEnv: true });
-  const [rows, opaque, where] = await withStore(commandStore(settings, sources), (store) =>
-    Promise.all([store.listRows(), store.listOpaque(), store.description]),
+  const [allRows, opaque, formats, where] = await withStore(commandStore(settings, sources), (store) =>
+    Promise.all([store.listRows(), store.listOpaque(), store.listFormats(), store.description]),
   );
+  // A formatted tag's counters (one row per period) are not tags: counted under their tag.
+  const counters = counterCounts(allRows.map((row) => row.tag));
+  const rows = allRows.filter((row) => !isCounterName(row.tag));
+  const formatOf = (tag: string) => {
+    const format = formats.get(tag);
+    return format === undefined ? null : { ...format, counters: counters.get(tag) ?? 0 };
+  };
   // On stderr: stdout stays the table, or JSON for a program.
   process.stderr.write(`store: ${where}\n`);
   const secret = OpaqueSecret.fromEnvironment();
@@ -88,6 +131,7 @@ async function list(args: string[], out: (line: string) => void): Promise<number
           description: r.description,
           updateTime: r.updateTime?.toISOString() ?? null,
           opaque: keyOf(r.tag),
+          format: formatOf(r.tag),
         })),
       ),
     );
@@ -99,21 +143,25 @@ async function list(args: string[], out: (line: string) => void): Promise<number
         ? 'opaque-ID secret: none set here (FROND_OPAQUE_SECRET_FILE), key checks not compared'
         : `opaque-ID secret fingerprint ${secret.fingerprint}`,
     );
-  const table = [['TAG', 'MAX_ID', 'STEP', 'UPDATED', 'OPAQUE', 'DESCRIPTION']].concat(
+  const withFormats = formats.size > 0;
+  const head = ['TAG', 'MAX_ID', 'STEP', 'UPDATED', 'OPAQUE'];
+  if (withFormats) head.push('FORMAT', 'ZONE', 'COUNTERS');
+  const table = [[...head, 'DESCRIPTION']].concat(
     rows.map((r) => {
       const key = keyOf(r.tag);
       const shown =
         key === null
           ? ''
           : `${key.domain}${key.keyMatches === null ? '' : key.keyMatches ? ' (key ok)' : ' (OTHER SECRET)'}`;
-      return [
-        r.tag,
-        r.maxId.toString(),
-        String(r.step),
-        r.updateTime?.toISOString() ?? '',
-        shown,
-        r.description ?? '',
-      ];
+      const line = [r.tag, r.maxId.toString(), String(r.step), r.updateTime?.toISOString() ?? '', shown];
+      const format = formatOf(r.tag);
+      if (withFormats)
+        line.push(
+          format?.format ?? '',
+          format?.timeZone ?? '',
+          format === null ? '' : String(format.counters),
+        );
+      return [...line, r.description ?? ''];
     }),
   );
   for (const line of textTable(table)) out(line);
@@ -148,7 +196,12 @@ async function remove(args: string[], out: (line: string) => void): Promise<numb
     const entry = await store.tag(tag);
     if (entry === undefined) throw tagNotFound(tag);
     if (asking) {
-      const kind = entry.opaque === null ? '' : `, opaque ${entry.opaque.domain}`;
+      const kind =
+        entry.opaque !== null
+          ? `, opaque ${entry.opaque.domain}`
+          : entry.format !== null
+            ? `, formatted ${entry.format.format} and its counters`
+            : '';
       const yes = await ask(
         `remove tag ${tag} (max_id ${entry.maxId}, step ${entry.step}${kind}) from ${store.description}? [y/N] `,
       );
@@ -157,7 +210,7 @@ async function remove(args: string[], out: (line: string) => void): Promise<numb
         return 1;
       }
     }
-    const kept = await store.removeTag(tag);
+    const kept = await removeTagAndCounters(store, tag);
     out(
       `removed tag ${tag} from ${store.description}: max_id ${kept} kept in frond_high_water, so a tag added again under the name starts at ${kept} or above`,
     );

@@ -72,6 +72,11 @@ export const ERROR_CODES = {
   /** /v1/ranges grants consecutive IDs; a formatted tag's numbers are text (docs/formats.md): /v1/segment answers lists. */
   FORMAT_NO_RANGES: { status: 409, retryable: false, permanent: false, exitCode: 1 },
   /**
+   * A formatted tag's format and zone are fixed when it is created (frond_tag_formats keeps them for
+   * good): another format, or a plain or opaque tag, under its name could repeat a number it served.
+   */
+  FORMAT_TAG_FIXED: { status: 409, retryable: false, permanent: false, exitCode: 1 },
+  /**
    * A tag's row was deleted and created again with another kind (plain, opaque) while this node
    * held it: the segment granted under the new kind is not served under the old one. Retried by
    * the node itself; a client sees it only if the tag changes again in between.

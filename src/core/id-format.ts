@@ -63,8 +63,8 @@ export function parseFormat(setting: FormatSetting): IdFormat {
  * caller until `endMs`: computing one costs microseconds to a millisecond (Intl), a request must not
  * pay it. A period is the longest run of moments around `nowMs` with the same key: a local hour
  * that a fall-back repeats at once (Europe/Berlin's 02:xx on 2026-10-25) is one period of two hours;
- * one that comes back after another hour (Pacific/Chatham's 02:45 to 03:44 when 03:45 turns back to
- * 02:45) is two periods of one key, numbered from one counter.
+ * an hour the clocks turn back into after it ended (Pacific/Chatham turns 03:45 back to 02:45, so
+ * 02 comes back after 45 minutes of 03) is two periods of one key, numbered from one counter.
  */
 export function periodAt(format: IdFormat, nowMs: number): Period {
   if (!Number.isFinite(nowMs)) throw new FrondError('INVALID_ARGUMENT', `no period at the moment ${nowMs}`);
@@ -89,13 +89,10 @@ export function renderId(format: IdFormat, period: Period, seq: bigint | number)
   const compiled = format instanceof CompiledFormat ? format : compiledOf(format);
   if (typeof seq === 'number' ? !Number.isSafeInteger(seq) || seq < 1 : seq < 1n)
     throw new FrondError('INTERNAL', `sequence ${seq} of a formatted tag is below 1 or not an integer`);
-  if (
-    compiled.seqWidth !== null &&
-    (typeof seq === 'number' ? seq > compiled.maxSeqNumber : seq > compiled.maxSeq)
-  )
+  if (typeof seq === 'number' ? seq > compiled.maxSeqNumber : seq > compiled.maxSeq)
     throw new FrondError(
       'INTERNAL',
-      `sequence ${seq} does not fit {seq:${compiled.seqWidth}} of ${JSON.stringify(compiled.setting.format)}`,
+      `sequence ${seq} is above ${compiled.maxSeq}, the largest of ${JSON.stringify(compiled.setting.format)}`,
     );
   if (period.key !== compiled.lastKey) compiled.prepare(period.key);
   const text = String(seq);
@@ -205,7 +202,8 @@ function tokenize(setting: FormatSetting): Part[] {
         `unmatched { at character ${at} (a literal has no braces; tokens: ${KNOWN_TOKENS})`,
       );
     const name = chars.slice(i + 1, close).join('');
-    const token = `{${name}}`;
+    // Shown as it is, unless it holds a character that would break the one-line message.
+    const token = UNPRINTABLE.test(name) ? JSON.stringify(`{${name}}`) : `{${name}}`;
     if (literal !== '') parts.push({ kind: 'text', text: literal });
     literal = '';
     if (name === 'yyyy' || name === 'yy' || name === 'MM' || name === 'dd' || name === 'HH')
@@ -439,6 +437,7 @@ function wallClock(timeZone: string): WallClock {
 }
 
 function makeWallClock(timeZone: string): WallClock {
+  validTimeZone(timeZone); // INVALID_ARGUMENT naming it, for a format not made by parseFormat
   // format() and its digits, not formatToParts(): 7 µs a call instead of 22 (Node 20); en-US in
   // the Gregorian calendar and Latin digits reads `12/2/2026, 13:48:10`.
   const intl = new Intl.DateTimeFormat('en-US', {

@@ -37,6 +37,11 @@ export type LogEvent =
   | 'resp.internal'
   // Segment mode (src/core) and its stores (src/stores).
   | 'opaque.declared'
+  | 'format.counters_removed'
+  | 'format.declared'
+  | 'format.declaration_unchecked'
+  | 'format.declaration_refused'
+  | 'format.cleanup_failed'
   | 'opaque.declaration_unchecked'
   | 'opaque.declaration_refused'
   | 'segment.loaded'

@@ -1,4 +1,5 @@
 import { FrondError } from '../../src/core/errors.js';
+import { parseCounterName } from '../../src/core/id-format.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import {
   type CataloguedStore,
@@ -11,7 +12,8 @@ import {
   tagExists,
   tagNotFound,
 } from '../../src/core/tag-catalogue.js';
-import { PLAIN_KIND } from '../../src/core/tag-kind.js';
+import { kindOf } from '../../src/core/tag-kind.js';
+import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../../src/stores/format-rules.js';
 import type { FenceOutcome, FenceRequest, SegmentPrimitive } from '../../src/stores/segment-primitive.js';
 
 interface Pending {
@@ -45,6 +47,8 @@ export class MemoryStore implements CataloguedStore {
   readonly opaque: Map<string, OpaqueSetting>;
   /** frond_high_water: the highest max_id granted per tag, and the max_id of a removed tag. */
   readonly highWater: Map<string, bigint>;
+  /** frond_tag_formats: a formatted tag's and each of its counters' format, kept for good. */
+  readonly formats: Map<string, FormatSetting>;
 
   constructor(
     public manual = false,
@@ -54,6 +58,7 @@ export class MemoryStore implements CataloguedStore {
   ) {
     this.opaque = shared?.opaque ?? new Map();
     this.highWater = shared?.highWater ?? new Map();
+    this.formats = shared?.formats ?? new Map();
   }
 
   get waiting(): number {
@@ -87,11 +92,12 @@ export class MemoryStore implements CataloguedStore {
     const recorded = this.highWater.get(tag);
     if (recorded === undefined || recorded < row.maxId) this.highWater.set(tag, row.maxId);
     const setting = this.opaque.get(tag);
+    const format = this.formats.get(tag);
     return {
       maxId: row.maxId,
       step: used,
       tableStep: row.step,
-      kind: setting ? { opaque: { ...setting }, format: null } : PLAIN_KIND,
+      kind: kindOf(setting?.domain, setting?.keyCheck, format?.format, format?.timeZone),
     };
   }
 
@@ -139,18 +145,37 @@ export class MemoryStore implements CataloguedStore {
 
   async tag(tag: string): Promise<TagEntry | undefined> {
     const row = this.rows.get(tag);
-    return row && { ...toTagRow(tag, row), opaque: this.opaque.get(tag) ?? null, format: null };
+    const format = this.formats.get(tag);
+    return row && { ...toTagRow(tag, row), opaque: this.opaque.get(tag) ?? null, format: format ?? null };
   }
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
-    if (this.rows.has(tag.tag)) throw tagExists(tag.tag);
+    refuseFormatWithOpaque(tag, opaque);
     const recorded = this.highWater.get(tag.tag);
-    if (opaque !== undefined) {
-      // As the SQL stores: a name that served IDs is refused as an opaque tag.
-      if (recorded !== undefined) throw opaqueNameUsed(tag.tag);
-      if (this.opaque.has(tag.tag)) throw tagExists(tag.tag);
-    } else if (this.opaque.has(tag.tag)) {
-      throw new FrondError('OPAQUE_TAG_FIXED', `tag ${tag.tag} was an opaque tag; use a new name`);
+    const { format } = tag;
+    // As the SQL stores (format-rules.ts): the format's rules, or a format left without its row.
+    const formatNeeded =
+      format !== undefined &&
+      formatRowNeeded(
+        { ...tag, format },
+        {
+          row: this.rows.has(tag.tag),
+          format: this.formats.get(tag.tag),
+          served: recorded !== undefined,
+          opaque: this.opaque.has(tag.tag),
+        },
+      );
+    if (this.rows.has(tag.tag)) throw tagExists(tag.tag);
+    if (format === undefined) {
+      const kept = this.formats.get(tag.tag);
+      if (kept !== undefined) throw formatRowRemains(tag.tag, kept);
+      if (opaque !== undefined) {
+        // As the SQL stores: a name that served IDs is refused as an opaque tag.
+        if (recorded !== undefined) throw opaqueNameUsed(tag.tag);
+        if (this.opaque.has(tag.tag)) throw tagExists(tag.tag);
+      } else if (this.opaque.has(tag.tag)) {
+        throw new FrondError('OPAQUE_TAG_FIXED', `tag ${tag.tag} was an opaque tag; use a new name`);
+      }
     }
     this.rows.set(tag.tag, {
       // A removed tag goes on from its record.
@@ -160,6 +185,7 @@ export class MemoryStore implements CataloguedStore {
       updateTime: new Date(),
     });
     if (opaque !== undefined) this.opaque.set(tag.tag, { ...opaque });
+    if (format !== undefined && formatNeeded) this.formats.set(tag.tag, { ...format });
   }
 
   async setStep(tag: string, step: number): Promise<void> {
@@ -179,9 +205,9 @@ export class MemoryStore implements CataloguedStore {
     return kept;
   }
 
-  // BASE BRANCH ONLY: formats are built on formats-store.
+  /** The formatted tags' formats, without their counters'. */
   async listFormats(): Promise<Map<string, FormatSetting>> {
-    return new Map();
+    return new Map([...this.formats].filter(([tag]) => parseCounterName(tag) === undefined));
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {

@@ -10,7 +10,10 @@ import { SnowflakeIdBuffer } from './snowflake-id-buffer.js';
 
 /** A frond client; `Id` is `bigint`, `string` or `number` after the `idType` option. */
 export interface FrondClient<Id> {
-  /** The next segment ID of `tag`: from memory when buffered (almost always), else after a fetch. */
+  /**
+   * The next segment ID of `tag`: from memory when buffered (almost always), else after a fetch. A
+   * formatted tag's number (`ORD-20261201-000123`) is a string, whatever `idType`.
+   */
   nextId(tag: string): Promise<Id>;
   /** `count` (1 to 1,000,000) segment IDs of `tag`, increasing unless a failover happened in between. */
   nextIds(tag: string, count: number): Promise<Id[]>;

@@ -16,6 +16,7 @@ export const SERVER_ERROR_CODES = {
   OPAQUE_SECRET_MISMATCH: { retryable: true },
   OPAQUE_TAG_FIXED: { retryable: false },
   OPAQUE_NO_RANGES: { retryable: false },
+  FORMAT_TAG_FIXED: { retryable: false },
   FORMAT_NO_RANGES: { retryable: false },
   TAG_KIND_CHANGED: { retryable: true },
   TAG_EXISTS: { retryable: false },

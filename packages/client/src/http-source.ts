@@ -50,6 +50,15 @@ function singleRuns(ids: unknown): SegmentRuns {
   return { runs, bases, count: ids.length };
 }
 
+/** A formatted tag's numbers (non-empty strings, in the order served) as one run of their positions. */
+function textRuns(ids: unknown): SegmentRuns {
+  if (!Array.isArray(ids) || ids.length === 0) throw invalid('expected a non-empty "ids" array');
+  for (const id of ids)
+    if (typeof id !== 'string' || id === '')
+      throw invalid(`formatted number ${JSON.stringify(String(id).slice(0, 40))} is not a non-empty string`);
+  return { runs: [0, ids.length], bases: [undefined], count: ids.length, texts: ids as string[] };
+}
+
 /**
  * The batch API over `fetch`. Each call tries the URL that answered last, then the others in turn;
  * after every URL has failed once in a round, it waits with exponential backoff and jitter. 503,
@@ -60,6 +69,8 @@ export class HttpIdSource implements IdSource {
   private preferred: number;
   /** Tags the server said are opaque: asked for lists, not ranges, from then on. */
   private readonly opaqueTags = new Set<string>();
+  /** Tags the server said are formatted (FORMAT_NO_RANGES): lists of text numbers from then on. */
+  private readonly formattedTags = new Set<string>();
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<AbortController>();
 
@@ -77,18 +88,20 @@ export class HttpIdSource implements IdSource {
    */
   async segment(tag: string, count: number): Promise<SegmentRuns> {
     const path = encodeURIComponent(tag);
-    if (!this.opaqueTags.has(tag)) {
+    if (!this.opaqueTags.has(tag) && !this.formattedTags.has(tag)) {
       try {
         const body = await this.get(`/v1/ranges/${path}?count=${count}`);
         if (typeof body !== 'object' || body === null) throw invalid('expected a JSON object');
         return parseSegmentRanges((body as { ranges?: unknown }).ranges);
       } catch (error) {
-        if (!(error instanceof FrondClientError && error.code === 'OPAQUE_NO_RANGES')) throw error;
-        this.opaqueTags.add(tag);
+        if (!(error instanceof FrondClientError)) throw error;
+        if (error.code === 'OPAQUE_NO_RANGES') this.opaqueTags.add(tag);
+        else if (error.code === 'FORMAT_NO_RANGES') this.formattedTags.add(tag);
+        else throw error;
       }
     }
     const ids = idsOf(await this.get(`/v1/segment/${path}?count=${Math.min(count, MAX_OPAQUE_BATCH)}`));
-    return singleRuns(ids);
+    return this.formattedTags.has(tag) ? textRuns(ids) : singleRuns(ids);
   }
 
   async snowflakes(count: number): Promise<string[]> {

@@ -21,6 +21,8 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
   private value = 0;
   private end = 0;
   private base: bigint | undefined;
+  /** A formatted tag's batch: its numbers, which `value` is the position in (segment-runs.ts). */
+  private texts: string[] | undefined;
   /** The current batch; runs from `runIndex` on are still to come. */
   private runs: number[] = [];
   private bases: (bigint | undefined)[] = [];
@@ -44,6 +46,9 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     if (id < this.end) {
       this.value = id + 1;
       if (id >= this.prefetchAt) this.prefetch();
+      const texts = this.texts;
+      // A formatted tag's number is a string, whatever the idType (docs in the client's README).
+      if (texts !== undefined) return texts[id] as Id;
       const base = this.base;
       return base === undefined ? this.convert(id) : this.converters.fromBigInt(base + BigInt(id));
     }
@@ -56,7 +61,9 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
       const end = Math.min(this.end, id + (count - out.length));
       if (id < end) {
         const base = this.base;
-        if (base === undefined) for (; id < end; id++) out.push(this.convert(id));
+        const texts = this.texts;
+        if (texts !== undefined) for (; id < end; id++) out.push(texts[id] as Id);
+        else if (base === undefined) for (; id < end; id++) out.push(this.convert(id));
         else for (; id < end; id++) out.push(this.converters.fromBigInt(base + BigInt(id)));
         this.value = end;
         if (end - 1 >= this.prefetchAt) this.prefetch();
@@ -89,6 +96,7 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     this.value = 0;
     this.end = 0;
     this.base = undefined;
+    this.texts = undefined;
     this.runs = [];
     this.bases = [];
     this.runIndex = 0;
@@ -115,6 +123,7 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
   protected install(batch: SegmentRuns): void {
     this.runs = batch.runs;
     this.bases = batch.bases;
+    this.texts = batch.texts;
     this.runIndex = 0;
     this.batchCount = batch.count;
     this.nextRun();

@@ -13,6 +13,12 @@ export interface SegmentRuns {
   bases: (bigint | undefined)[];
   /** How many IDs the runs hold. */
   count: number;
+  /**
+   * A formatted tag's numbers (text such as `ORD-20261201-000123`): then `runs` is the one run
+   * `[0, count)` of their positions, and the buffer hands out `texts[position]`, a string whatever
+   * the client's `idType`.
+   */
+  texts?: string[];
 }
 
 /** A signed 64-bit decimal, as the server writes it. */

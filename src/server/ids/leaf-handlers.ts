@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { isCounterName, type SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import { decodeTagPath } from '../../core/tag.js';
 import type { CataloguedStore, TagCatalogue, TagRow } from '../../core/tag-catalogue.js';
@@ -51,7 +51,17 @@ export function createLeafHandlers(
   // Leaf's two pages list every tag: built in slices and kept a second (leaf/sliced-page.ts).
   const cachePage =
     segment &&
-    new CachedPage(() => runInSlices(cachePageSlices([...segment.buffersView()], SLICE_ROWS)), now);
+    new CachedPage(
+      () =>
+        runInSlices(
+          // A formatted tag's counters (tag U+001F period) are rows frond made, not tags: left out.
+          cachePageSlices(
+            [...segment.buffersView()].filter((buffer) => !isCounterName(buffer.tag)),
+            SLICE_ROWS,
+          ),
+        ),
+      now,
+    );
   const dbPage = segment && new CachedPage(() => buildDbPage(segment.store), now);
 
   return {
@@ -118,7 +128,8 @@ async function buildDbPage(store: TagCatalogue): Promise<Buffer> {
     const page = await store.listRows(after, DB_PAGE_ROWS);
     await turn();
     for (let i = 0; i < page.length; i++) {
-      out.row(dbRow(page[i] as TagRow));
+      const row = page[i] as TagRow;
+      if (!isCounterName(row.tag)) out.row(dbRow(row));
       if ((i + 1) % SLICE_ROWS === 0) {
         out.flush();
         await turn();

@@ -1,5 +1,12 @@
 import { FrondError, isFrondError, RetryLaterError } from '../../core/errors.js';
-import { counterName, type IdFormat, type Period, periodAt, renderId } from '../../core/id-format.js';
+import {
+  counterName,
+  type IdFormat,
+  type Period,
+  periodAt,
+  renderId,
+  retryAfterSeconds,
+} from '../../core/id-format.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SegmentId } from '../../core/segment-buffer.js';
 import { type CataloguedStore, tagNotFound } from '../../core/tag-catalogue.js';
@@ -139,9 +146,4 @@ export class FormattedTag {
       seconds,
     );
   }
-}
-
-/** Whole seconds from `now` to the end of `period`, at least 1 (what `Retry-After` says). */
-export function retryAfterSeconds(period: Period, now: number): number {
-  return Math.max(1, Math.ceil((period.endMs - now) / 1000));
 }

@@ -3,11 +3,13 @@ import { assertOpaqueStart, formatDomain, type OpaqueDomain, parseDomain } from 
 import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal } from '../../core/tag.js';
 import {
   DEFAULT_TAG_STEP,
+  type FormatSetting,
   type OpaqueSetting,
   type TagCatalogue,
   type TagRow,
   tagNotFound,
 } from '../../core/tag-catalogue.js';
+import { newFormatSetting, removeTagAndCounters } from '../opaque/format-setting.js';
 
 function parseObject(text: string, allowed: readonly string[]): Record<string, unknown> {
   let value: unknown;
@@ -79,7 +81,15 @@ export interface OpaqueJson {
   keyMatches: boolean | null;
 }
 
-export function tagJson(row: TagRow, opaque?: OpaqueJson | null) {
+/**
+ * A formatted tag as the admin API shows it: its format and zone, as `POST /v1/tags` takes them,
+ * and how many counter rows (one per period served, until the clean-up removes old ones) it has.
+ */
+export interface FormatJson extends FormatSetting {
+  counters?: number;
+}
+
+export function tagJson(row: TagRow, opaque?: OpaqueJson | null, format?: FormatJson | null) {
   return {
     tag: row.tag,
     maxId: row.maxId.toString(),
@@ -88,6 +98,8 @@ export function tagJson(row: TagRow, opaque?: OpaqueJson | null) {
     updateTime: row.updateTime?.toISOString() ?? null,
     // Only an opaque tag has the field: a plain tag's row reads as it did before opaque tags.
     ...(opaque === undefined || opaque === null ? {} : { opaque }),
+    // Likewise only a formatted tag has these.
+    ...(format === undefined || format === null ? {} : format),
   };
 }
 
@@ -118,6 +130,39 @@ function opaqueField(body: Record<string, unknown>): OpaqueDomain | null | undef
   return parseDomain(value);
 }
 
+function descriptionField(body: Record<string, unknown>): string | null {
+  const description = body.description ?? null;
+  if (description !== null && (typeof description !== 'string' || description.length > 256)) {
+    throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
+  }
+  return description;
+}
+
+/**
+ * `format` and `timeZone` of a body (docs/formats.md): absent for a plain or opaque tag; else the
+ * setting checked (`newFormatSetting`: one line naming what is wrong, 400). A formatted tag numbers
+ * every period from 1, so `start` has no meaning for it and is refused rather than ignored.
+ */
+function formatField(tag: string, body: Record<string, unknown>): FormatSetting | undefined {
+  const { format, timeZone } = body;
+  if (format === undefined || format === null) {
+    if (timeZone !== undefined && timeZone !== null)
+      throw new FrondError('INVALID_ARGUMENT', 'timeZone goes with format: give both, or neither');
+    return undefined;
+  }
+  if (typeof format !== 'string')
+    throw new FrondError('INVALID_ARGUMENT', 'format must be a string such as "ORD-{yyyy}{MM}{dd}-{seq:6}"');
+  if (timeZone !== undefined && timeZone !== null && typeof timeZone !== 'string')
+    throw new FrondError('INVALID_ARGUMENT', 'timeZone must be an IANA name such as "Europe/Berlin"');
+  const setting = newFormatSetting(tag, format, timeZone ?? undefined, body.opaque);
+  if (body.start !== undefined)
+    throw new FrondError(
+      'INVALID_ARGUMENT',
+      `tag ${tag}: a formatted tag numbers each period from 1; start does not apply to it`,
+    );
+  return setting;
+}
+
 /**
  * `POST /v1/tags` with `{"tag", "step"?, "start"?, "description"?}`: the first ID is `start`
  * (default 1), the step defaults to 1000 as in `frond tag add`.
@@ -127,15 +172,23 @@ export async function addTag(
   text: string,
   opaque?: OpaqueAdmin,
 ): Promise<ReturnType<typeof tagJson>> {
-  const body = parseObject(text, ['tag', 'step', 'start', 'description', 'opaque']);
+  const body = parseObject(text, ['tag', 'step', 'start', 'description', 'opaque', 'format', 'timeZone']);
   if (typeof body.tag !== 'string') throw new FrondError('INVALID_ARGUMENT', 'tag must be a string');
   const tag = assertValidTag(body.tag);
   const step = stepField(body);
-  const start = startField(body, step);
-  const description = body.description ?? null;
-  if (description !== null && (typeof description !== 'string' || description.length > 256)) {
-    throw new FrondError('INVALID_ARGUMENT', 'description must be a string of at most 256 characters');
+  const format = formatField(tag, body);
+  if (format !== undefined) {
+    await store.addTag({ tag, step, start: 1n, description: descriptionField(body), format });
+    const entry = await store.tag(tag);
+    if (entry === undefined)
+      throw new FrondError(
+        'TAG_NOT_FOUND',
+        `tag ${tag} was added, then removed by another request before it was read back`,
+      );
+    return tagJson(entry, null, entry.format ?? format);
   }
+  const start = startField(body, step);
+  const description = descriptionField(body);
   const domain = opaqueField(body);
   let setting: OpaqueSetting | undefined;
   if (domain !== undefined && domain !== null) {
@@ -189,7 +242,7 @@ export async function patchTag(
   if (body.step !== undefined) await store.setStep(tag, stepField(body));
   const entry = await store.tag(tag);
   if (entry === undefined) throw tagNotFound(tag);
-  return tagJson(entry, opaqueJson(opaque, tag, entry.opaque));
+  return tagJson(entry, opaqueJson(opaque, tag, entry.opaque), entry.format);
 }
 
 /**
@@ -202,6 +255,6 @@ export async function removeTag(
   rawTag: string,
 ): Promise<{ tag: string; maxId: string }> {
   const tag = assertValidTag(rawTag);
-  const kept = await store.removeTag(tag);
+  const kept = await removeTagAndCounters(store, tag);
   return { tag, maxId: kept.toString() };
 }

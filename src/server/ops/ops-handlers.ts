@@ -1,13 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import { FrondError } from '../../core/errors.js';
 import { formatDomain } from '../../core/opaque-codec.js';
-import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { isCounterName, type SegmentAllocator } from '../../core/segment-allocator.js';
 import { assertValidTag, decodeTagPath } from '../../core/tag.js';
 import { type CataloguedStore, tagNotFound } from '../../core/tag-catalogue.js';
 import { disabled } from '../http/mode-disabled.js';
 import { readBody } from '../http/request-body.js';
 import { sendHtml, sendJson } from '../http/responses.js';
 import type { RouteHandler } from '../http/router.js';
+import { counterCounts } from '../opaque/format-setting.js';
 import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { addTag, opaqueJson, patchTag, removeTag, tagJson } from './admin-api.js';
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
@@ -83,14 +84,25 @@ export function createOpsHandlers(
       sendJson(res, readiness.ready ? 200 : 503, readiness);
     },
 
+    // A formatted tag's counters (one row per period) are not tags: left out, counted under their tag.
     listTags(_req, res) {
       const target = store();
-      Promise.all([target.listRows(), target.listOpaque()]).then(
-        ([rows, settings]) =>
+      Promise.all([target.listRows(), target.listOpaque(), target.listFormats()]).then(
+        ([rows, settings, formats]) => {
+          const counters = counterCounts(rows.map((row) => row.tag));
+          const formatOf = (tag: string) => {
+            const format = formats.get(tag);
+            return format && { ...format, counters: counters.get(tag) ?? 0 };
+          };
           sendJson(res, 200, {
             opaqueFingerprint: opaque?.fingerprint ?? null,
-            tags: rows.map((row) => tagJson(row, opaqueJson(opaque, row.tag, settings.get(row.tag)))),
-          }),
+            tags: rows
+              .filter((row) => !isCounterName(row.tag))
+              .map((row) =>
+                tagJson(row, opaqueJson(opaque, row.tag, settings.get(row.tag)), formatOf(row.tag)),
+              ),
+          });
+        },
         fail(res),
       );
     },
@@ -109,7 +121,7 @@ export function createOpsHandlers(
         .tag(tag)
         .then((entry) => {
           if (entry === undefined) throw tagNotFound(tag);
-          sendJson(res, 200, tagJson(entry, opaqueJson(opaque, tag, entry.opaque)));
+          sendJson(res, 200, tagJson(entry, opaqueJson(opaque, tag, entry.opaque), entry.format));
         })
         .catch(fail(res));
     },
@@ -140,18 +152,25 @@ export function createOpsHandlers(
       const tag = assertValidTag(decodeTagPath(raw));
       store();
       const text = new URLSearchParams(query).get('id');
-      if (text === null || !/^[0-9]{1,19}$/.test(text))
-        throw new FrondError('INVALID_ID', 'id must be the opaque ID, 1 to 19 decimal digits');
+      const badId = () => new FrondError('INVALID_ID', 'id must be the opaque ID, 1 to 19 decimal digits');
+      const bad = text === null || !/^[0-9]{1,19}$/.test(text);
+      if (bad && opaque === undefined) throw badId();
       if (opaque === undefined)
         throw new FrondError('OPAQUE_SECRET_MISSING', 'this node has no opaque-ID secret');
+      // A formatted tag's number is read as it is written (its period and sequence): refused in
+      // one line that says so, whatever the id looks like (opaqueTag refuses it the same way).
       opaque
-        .opaqueTag(tag)
+        .formattedTag(tag)
+        .then((formatted) => {
+          if (formatted === undefined && bad) throw badId();
+          return opaque.opaqueTag(tag);
+        })
         .then((entry) =>
           sendJson(res, 200, {
             tag,
             id: text,
             domain: formatDomain(entry.codec.domain),
-            segmentId: entry.codec.decode(BigInt(text)).toString(),
+            segmentId: entry.codec.decode(BigInt(text as string)).toString(),
           }),
         )
         .catch(fail(res));

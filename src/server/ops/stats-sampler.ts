@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import type { SegmentAllocator } from '../../core/segment-allocator.js';
+import { isCounterName, type SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SegmentBuffer } from '../../core/segment-buffer.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
 import type { RequestTotals } from './request-window.js';
@@ -173,7 +173,9 @@ export class StatsSampler {
         chosen = this.busiestBuffers(query.limit ?? DEFAULT_STATS_TAGS);
       }
     }
+    // A formatted tag's counters (tag U+001F period) are rows, not tags: the tag table leaves them out.
     const tags = chosen
+      .filter((buffer) => !isCounterName(buffer.tag))
       .map((buffer) => {
         const state = buffer.state();
         return tagStats(state, this.tracks.get(state.tag)?.rate ?? 0);

@@ -7,6 +7,8 @@ import { LEAF_STEP_RULES } from '../../core/segment-step.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { servedStore } from '../../stores/fencing/served-store.js';
 import type { OpenedStore } from '../../stores/store-backend.js';
+import { FormatDeclaration } from '../opaque/format-config.js';
+import { FormatRetention } from '../opaque/format-retention.js';
 import { OpaqueDeclaration } from '../opaque/opaque-config.js';
 import { OpaqueSecret } from '../opaque/opaque-keys.js';
 import { OpaqueTags } from '../opaque/opaque-tags.js';
@@ -72,8 +74,17 @@ export async function openSegmentMode(
     cleanups.push(() => declared.close());
     declaration = declared;
   }
+  if (config.formatTags !== undefined && config.formatTags.length > 0) {
+    const declared = new FormatDeclaration(allocator.store, config.formatTags, clock, logger);
+    await declared.start();
+    cleanups.push(() => declared.close());
+  }
   // A store that is down at start leaves every tag to be read on its first request.
   await opaque.preload().catch(() => {});
+  // Formatted tags' counters of periods long past, removed on every node (format-retention.ts).
+  const retention = new FormatRetention(allocator.store, clock, logger, config.formatRetentionDays);
+  retention.start();
+  cleanups.push(() => retention.close());
   return { store, allocator, opaque, declaration };
 }
 

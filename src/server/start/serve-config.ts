@@ -2,6 +2,7 @@ import type { SliceOf } from '../../core/option-entry.js';
 import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
 import type { CoordinatorConfig } from '../../worker-ids/worker-id-registry.js';
 import type { ClusterLink } from '../cluster/worker-link.js';
+import type { DeclaredFormatTag } from '../opaque/format-config.js';
 import type { DeclaredOpaqueTag } from '../opaque/opaque-config.js';
 import type { OpaqueSecret } from '../opaque/opaque-keys.js';
 import type { SERVE_SETTINGS, ServeSlice } from './serve-settings.js';
@@ -26,7 +27,7 @@ export type ListenConfig = Omit<Slice<'listen'>, 'tlsCert' | 'tlsKey'> & {
 export type AccessConfig = Slice<'access'>;
 
 /** What segment mode opens (`segment-mode.ts`). */
-export type SegmentConfig = Omit<Slice<'segment'>, 'store' | 'opaqueTags'> & {
+export type SegmentConfig = Omit<Slice<'segment'>, 'store' | 'opaqueTags' | 'formatTags'> & {
   /** `--store`, or the default `sqlite:<dataDir>/frond.db`. */
   store: string;
   /**
@@ -36,6 +37,8 @@ export type SegmentConfig = Omit<Slice<'segment'>, 'store' | 'opaqueTags'> & {
   storeSetting?: string;
   /** `--opaque-tag`, each tag once: created or checked at start. */
   opaqueTags: readonly DeclaredOpaqueTag[];
+  /** `--format-tag`, each tag once: created or checked at start; none when absent. */
+  formatTags?: readonly DeclaredFormatTag[];
   /**
    * The opaque-ID secret, no setting (a secret is never printed): read from
    * FROND_OPAQUE_SECRET(_FILE) when undefined, none when null.

@@ -15,6 +15,7 @@ import { DEFAULT_FENCE_SKIP } from '../../stores/segment-primitive.js';
 import { STORE_BACKENDS } from '../../stores/store-registry.js';
 import { COORDINATOR_OPTIONS } from '../../worker-ids/worker-id-registry.js';
 import { RESERVED_DESCRIPTORS } from '../http/http-server.js';
+import { DEFAULT_FORMAT_RETENTION_DAYS } from '../opaque/format-retention.js';
 import { DEFAULT_METRICS_TAGS } from '../ops/tag-labels.js';
 
 const MINUTE = 60_000;
@@ -256,6 +257,17 @@ export const SERVE_SETTINGS = [
     help: 'how many of the busiest tags get their own tag label in /metrics; the rest are added up as tag="(other)"',
   }),
   integer({
+    name: 'formatRetentionDays',
+    slice: 'segment',
+    flag: 'format-retention-days',
+    default: DEFAULT_FORMAT_RETENTION_DAYS,
+    min: 1,
+    // A century: a counter row a period costs a few bytes, and numbers never need it back.
+    max: 36_500,
+    unit: 'days',
+    help: "how long a formatted tag's counter row (one per period) is kept after its period ended; every node removes older ones every 10 min, frond_high_water keeps what they served ([docs/formats.md](docs/formats.md#serving))",
+  }),
+  integer({
     name: 'maxStep',
     slice: 'segment',
     flag: 'max-step',
@@ -347,6 +359,14 @@ export const SERVE_SETTINGS = [
     describedDefault: 'none',
     placeholder: 'TAG=DOMAIN',
     help: 'a tag that serves opaque IDs (`order=digits:11`, `user=bits:53`): created opaque at start if missing, checked if present (a plain tag or another domain stops the start); repeat the flag for several; needs FROND_OPAQUE_SECRET(_FILE)',
+  }),
+  list({
+    name: 'formatTags',
+    slice: 'segment',
+    flag: 'format-tag',
+    describedDefault: 'none',
+    placeholder: 'TAG=FORMAT[@ZONE]',
+    help: 'a formatted tag (`order-no={yyyy}{MM}{dd}{seq:6}@Asia/Shanghai`, UTC without `@ZONE`): created at start if missing, checked if present (another kind or format stops the start); repeat the flag for several; see [docs/formats.md](docs/formats.md#serving)',
   }),
   string({
     name: 'adminToken',

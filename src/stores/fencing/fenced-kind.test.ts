@@ -44,6 +44,28 @@ describe('a node keeps the kind of every tag it served', () => {
     assert.ok(await restarted.advance('t'), 'plain again, as it was served');
   });
 
+  it('names a formatted kind by its format and zone when the store grants another', async () => {
+    const store = new MemoryStore();
+    const fenced = new FencedStore(store.primitive, { dataDir: dataDir(), fenceSkip: 1_000_000_000 });
+    const format = { format: 'ORD-{yy}{MM}{dd}-{seq:6}', timeZone: 'Asia/Kolkata' };
+    await store.addTag({ tag: 'o', step: 10, start: 1n, format });
+    assert.deepEqual((await fenced.advance('o'))?.kind, { opaque: null, format });
+    // By hand: its frond_tag_formats row deleted.
+    store.formats.delete('o');
+    await assert.rejects(
+      fenced.advance('o'),
+      (error) =>
+        isFrondError(error, 'INVALID_CONFIG') &&
+        error.message.includes(
+          'served formatted (ORD-{yy}{MM}{dd}-{seq:6}, Asia/Kolkata) IDs on this node and the store now grants it plain',
+        ),
+    );
+    store.formats.set('o', { ...format, timeZone: 'UTC' });
+    await assert.rejects(fenced.advance('o'), (error) =>
+      /now grants it formatted \(ORD-\{yy\}\{MM\}\{dd\}-\{seq:6\}, UTC\)/.test(String(error)),
+    );
+  });
+
   it('names a SQLite file the same way however it is spelled', () => {
     const root = dataDir();
     mkdirSync(join(root, 'data'));

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { FrondError } from '../../core/errors.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
 import type { Allocation, SegmentStore } from '../../core/segment-store.js';
-import { kindKey } from '../../core/tag-kind.js';
+import { kindKey, kindName, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
 import type { FencedAdvance, SegmentPrimitive } from '../segment-primitive.js';
 import { HighWaterFile } from './high-water-file.js';
 
@@ -247,10 +247,27 @@ function realFile(path: string): string {
 
 /** A grant of another kind than this node recorded for the tag: refused, never served. */
 function kindChangedByHand(tag: string, recorded: string, allocation: Allocation): FrondError {
-  const now = kindKey(allocation.kind);
-  const name = (key: string) => (key === '' ? 'plain' : `opaque (${key.split(' ')[1]})`);
   return new FrondError(
     'INVALID_CONFIG',
-    `tag ${tag} served ${name(recorded)} IDs on this node and the store now grants it ${name(now)}: its rows in frond_tag_options or frond_high_water were changed by hand, and serving it could repeat an ID; put them back, or use a new tag name`,
+    `tag ${tag} served ${kindName(kindOfKey(recorded))} IDs on this node and the store now grants it ${kindName(allocation.kind)}: its rows in frond_tag_options, frond_tag_formats or frond_high_water were changed by hand, and serving it could repeat an ID; put them back, or use a new tag name`,
   );
+}
+
+/** The kind a data dir recorded as its `kindKey`, for the message (tag-kind.ts writes the keys). */
+function kindOfKey(key: string): TagKind {
+  if (key.startsWith('opaque ')) {
+    const [, domain = '', keyCheck = ''] = key.split(' ');
+    return { opaque: { domain, keyCheck }, format: null };
+  }
+  if (key.startsWith('format ')) {
+    try {
+      const [format, timeZone] = JSON.parse(key.slice('format '.length)) as unknown[];
+      if (typeof format === 'string' && typeof timeZone === 'string')
+        return { opaque: null, format: { format, timeZone } };
+    } catch {
+      // A key this version did not write: named as plain below would mislead, so as it is.
+    }
+    return { opaque: null, format: { format: key, timeZone: '?' } };
+  }
+  return PLAIN_KIND;
 }

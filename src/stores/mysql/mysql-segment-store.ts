@@ -4,11 +4,13 @@ import type { Logger } from '../../core/logger.js';
 import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
 import { kindOf } from '../../core/tag-kind.js';
-import { errorCode, INT, MysqlConnections } from '../../sql/mysql-connections.js';
+import { errorCode, INT, MysqlConnections, type Sql } from '../../sql/mysql-connections.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
+import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
 import { type ExactText, NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
+import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
 import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
 import {
   type FrondTable,
@@ -51,6 +53,12 @@ export const MYSQL_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   \`biz_tag\` varchar(128) NOT NULL,
   \`opaque_domain\` varchar(16) NOT NULL,
   \`key_check\` varchar(32) NOT NULL,
+  PRIMARY KEY (\`biz_tag\`)
+) ENGINE=InnoDB`,
+  frond_tag_formats: `CREATE TABLE IF NOT EXISTS \`frond_tag_formats\` (
+  \`biz_tag\` varchar(128) NOT NULL,
+  \`id_format\` varchar(255) NOT NULL,
+  \`time_zone\` varchar(64) NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
 };
@@ -121,16 +129,34 @@ const RECORD_HIGH_WATER = `INSERT INTO frond_high_water (biz_tag, max_id) SELECT
  * (the tag three times). The options row is joined as the catalogue's `tag` joins it, by the
  * column's collation.
  */
-const READ_GRANT = `SELECT l.max_id, l.step, o.opaque_domain, o.key_check,
+const READ_GRANT = `SELECT l.max_id, l.step, o.opaque_domain, o.key_check, f.id_format, f.time_zone,
   (SELECT h.max_id FROM frond_high_water h WHERE h.biz_tag = ?) AS high_water
-  FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE ${exactTag('l.biz_tag')}`;
+  FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+  LEFT JOIN frond_tag_formats f ON f.biz_tag = l.biz_tag WHERE ${exactTag('l.biz_tag')}`;
 
-interface GrantRow {
+interface GrantRow extends FormatRow {
   max_id: string;
   step: number;
   opaque_domain: string | null;
   key_check: string | null;
   high_water: string | null;
+}
+
+/**
+ * What a formatted add reads of its name (format-rules.ts), under the tags' lock and by the
+ * columns' collation, as the joins match names (the tag five times): its row, the format kept under
+ * it, whether frond_high_water knows it, whether it has an opaque setting.
+ */
+const NAME_STATE = `SELECT EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = ?) AS has_row,
+  (SELECT id_format FROM frond_tag_formats WHERE biz_tag = ?) AS id_format,
+  (SELECT time_zone FROM frond_tag_formats WHERE biz_tag = ?) AS time_zone,
+  EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = ?) AS served,
+  EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = ?) AS opaque`;
+
+interface NameStateRow extends FormatRow {
+  has_row: number | string;
+  served: number | string;
+  opaque: number | string;
 }
 
 /** What the advance's transaction found, decided on once its connection is back. */
@@ -180,6 +206,7 @@ const PROBE_ROW: Record<StoreTable, { columns: string; values: string }> = {
   frond_fence: { columns: 'id, epoch, identity', values: "1, 0, ''" },
   frond_high_water: { columns: 'biz_tag, max_id', values: "'', 0" },
   frond_tag_options: { columns: 'biz_tag, opaque_domain, key_check', values: "'', '', ''" },
+  frond_tag_formats: { columns: 'biz_tag, id_format, time_zone', values: "'', '', ''" },
 };
 
 /**
@@ -292,7 +319,7 @@ class MysqlDialect implements SqlDialect {
         maxId: BigInt(row.max_id),
         step: used,
         tableStep,
-        kind: kindOf(row.opaque_domain, row.key_check),
+        kind: kindOf(row.opaque_domain, row.key_check, row.id_format, row.time_zone),
       },
       epoch,
       identity,
@@ -411,8 +438,41 @@ class MysqlDialect implements SqlDialect {
    * race cases).
    */
   insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
+    const { format } = tag;
+    if (format !== undefined)
+      return this.connections.exclusiveTransaction('addFormattedTag', TAGS_LOCK, async (sql) => {
+        const [rows] = await sql(NAME_STATE, Array<string>(5).fill(tag.tag));
+        const state = (rows as NameStateRow[])[0] as NameStateRow;
+        const needed = formatRowNeeded(
+          { ...tag, format },
+          {
+            row: Number(state.has_row) === 1,
+            format: formatOf(state) ?? undefined,
+            served: Number(state.served) === 1,
+            opaque: Number(state.opaque) === 1,
+          },
+        );
+        // A counter's name with an opaque setting left (by hand): as for a plain tag.
+        if (Number(state.opaque) === 1 && Number(state.has_row) !== 1) throw opaqueSettingKept(tag.tag);
+        if (needed)
+          await sql('INSERT INTO frond_tag_formats (biz_tag, id_format, time_zone) VALUES (?, ?, ?)', [
+            tag.tag,
+            format.format,
+            format.timeZone,
+          ]);
+        const start = tag.start.toString();
+        await sql(INSERT_TAG_ROW, [
+          tag.tag,
+          start,
+          tag.tag,
+          start,
+          String(tag.step),
+          tag.description ?? null,
+        ]);
+      });
     if (opaque === undefined)
       return this.connections.exclusiveTransaction('addTag', TAGS_LOCK, async (sql) => {
+        await refuseKeptFormat(sql, tag.tag);
         const [kept] = await sql(
           `SELECT 1 AS kept FROM frond_tag_options o WHERE o.biz_tag = ?
               AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
@@ -430,6 +490,7 @@ class MysqlDialect implements SqlDialect {
         ]);
       });
     return this.connections.exclusiveTransaction('addOpaqueTag', TAGS_LOCK, async (sql) => {
+      await refuseKeptFormat(sql, tag.tag);
       // By the columns' collation, not exact bytes: `ORDER`, `order ` and `cafe` are one key of
       // frond_high_water with `order` and `café`, and an opaque `ORDER` after a removed plain `order`
       // served 841 IDs in 30,000 equal to plain ones (its advance goes on from `order`'s record).
@@ -542,6 +603,21 @@ function serverIdentity(rows: unknown): string {
   const identity = (rows as { identity?: string }[])[0]?.identity;
   if (identity === undefined) throw new Error('the server did not name itself (@@server_id)');
   return identity;
+}
+
+/**
+ * A plain or opaque tag under a name whose format outlived its leaf_alloc row (a removed formatted
+ * tag, a counter of one): matched by the columns' collation, as the joins match it.
+ */
+async function refuseKeptFormat(sql: Sql, tag: string): Promise<void> {
+  const [kept] = await sql(
+    `SELECT id_format, time_zone FROM frond_tag_formats f WHERE f.biz_tag = ?
+        AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = ?)`,
+    [tag, tag],
+  );
+  const row = (kept as FormatRow[])[0];
+  const format = row && formatOf(row);
+  if (format) throw formatRowRemains(tag, format);
 }
 
 /** A plain tag under a name whose opaque setting outlived its leaf_alloc row. */

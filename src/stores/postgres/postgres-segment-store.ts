@@ -6,9 +6,11 @@ import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-
 import { kindOf } from '../../core/tag-kind.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
+import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
 import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
+import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
 import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
 import {
   type FrondTable,
@@ -54,6 +56,11 @@ export const POSTGRES_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   opaque_domain VARCHAR(16)  NOT NULL,
   key_check     VARCHAR(32)  NOT NULL
 )`,
+  frond_tag_formats: `CREATE TABLE IF NOT EXISTS frond_tag_formats (
+  biz_tag   VARCHAR(128) NOT NULL PRIMARY KEY,
+  id_format VARCHAR(255) NOT NULL,
+  time_zone VARCHAR(64)  NOT NULL
+)`,
 };
 
 /**
@@ -69,10 +76,10 @@ const IDENTITY_SQL = `(SELECT system_identifier::text FROM pg_control_system()) 
  * with this database; the row advances only if they match, from at least the highest max_id frond
  * recorded for it (a leaf_alloc restored to an older state, or a row deleted and put back lower by
  * hand, goes on above it), the new max_id is recorded, and the tag's kind is read from
- * frond_tag_options. A row of frond_tag_options is inserted only in the transaction that inserts its
- * leaf_alloc row and is never changed, so the row this statement advances was inserted by a
- * transaction its snapshot sees, and so is that row's setting: the kind read is the kind of the row
- * granted.
+ * frond_tag_options and frond_tag_formats. A row of either is inserted only in the transaction that
+ * inserts its leaf_alloc row and is never changed, so the row this statement advances was inserted
+ * by a transaction its snapshot sees, and so is that row's setting or format: the kind read is the
+ * kind of the row granted.
  *
  * The bound is part of the UPDATE: a range past 2^63 - 1 changes nothing (PostgreSQL would fail the
  * statement with "bigint out of range", which says less). `$1` is the tag, `$2` the step when one is
@@ -85,7 +92,7 @@ const ADVANCE = (byStep: boolean) => {
   const floor = `GREATEST(max_id, ${recordOf('$1', 'max_id')})`;
   return {
     // Named statements are parsed once per connection; a new text needs a new name.
-    name: `frond_advance_fenced${byStep ? '_by' : ''}_v4`,
+    name: `frond_advance_fenced${byStep ? '_by' : ''}_v5`,
     text: `WITH fence AS (
   SELECT epoch, identity, identity = ${IDENTITY_SQL} AS current FROM frond_fence WHERE id = 1 FOR KEY SHARE
 ), advanced AS (
@@ -99,12 +106,12 @@ const ADVANCE = (byStep: boolean) => {
   ON CONFLICT (biz_tag) DO UPDATE SET max_id = GREATEST(frond_high_water.max_id, EXCLUDED.max_id)
 )
 SELECT f.epoch, ${IDENTITY_SQL} AS identity, f.current,
-       a.max_id, a.step, o.opaque_domain, o.key_check,
+       a.max_id, a.step, o.opaque_domain, o.key_check, fm.id_format, fm.time_zone,
        GREATEST(l.max_id, COALESCE(h.max_id, l.max_id)) AS floor, l.step AS table_step
   FROM (SELECT 1) one
   LEFT JOIN fence f ON true LEFT JOIN advanced a ON true
   LEFT JOIN leaf_alloc l ON l.biz_tag = $1 LEFT JOIN frond_high_water h ON h.biz_tag = $1
-  LEFT JOIN frond_tag_options o ON o.biz_tag = $1`,
+  LEFT JOIN frond_tag_options o ON o.biz_tag = $1 LEFT JOIN frond_tag_formats fm ON fm.biz_tag = $1`,
   };
 };
 const ADVANCE_BY_TABLE_STEP = ADVANCE(false);
@@ -119,6 +126,8 @@ interface AdvanceRow {
   step: number | null;
   opaque_domain: string | null;
   key_check: string | null;
+  id_format: string | null;
+  time_zone: string | null;
   /** The row's floor in the statement's snapshot (null without a row): for the refusal's message. */
   floor: string | null;
   table_step: number | null;
@@ -148,6 +157,28 @@ const INSERT_OPAQUE = `WITH o AS (INSERT INTO frond_tag_options (biz_tag, opaque
        OR EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) RETURNING biz_tag)
   INSERT INTO leaf_alloc (biz_tag, max_id, step, description)
     SELECT biz_tag, GREATEST($2::bigint, ${recordOf('$1::varchar', '$2::bigint')}), $3::integer, $4::varchar FROM o`;
+
+/**
+ * What a formatted add reads of its name (format-rules.ts), after taking the tags' lock: its row,
+ * the format kept under it, whether frond_high_water knows it, whether it has an opaque setting.
+ */
+const NAME_STATE = `SELECT EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar) AS has_row,
+       f.id_format, f.time_zone,
+       EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = $1::varchar) AS served,
+       EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = $1::varchar) AS opaque
+  FROM (SELECT 1) one LEFT JOIN frond_tag_formats f ON f.biz_tag = $1::varchar`;
+
+interface NameStateRow extends FormatRow {
+  has_row: boolean;
+  served: boolean;
+  opaque: boolean;
+}
+
+const INSERT_FORMAT = 'INSERT INTO frond_tag_formats (biz_tag, id_format, time_zone) VALUES ($1, $2, $3)';
+
+/** A formatted tag's format whose leaf_alloc row is gone: a plain or opaque tag may not take the name. */
+const FORMAT_WITHOUT_ROW = `SELECT id_format, time_zone FROM frond_tag_formats
+  WHERE biz_tag = $1::varchar AND NOT EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1::varchar)`;
 
 /**
  * `removeTag` in one statement, so one transaction: the row is deleted (after any advance that
@@ -272,7 +303,7 @@ class PostgresDialect implements SqlDialect {
         maxId: BigInt(row.max_id),
         step: step ?? row.step,
         tableStep: row.step,
-        kind: kindOf(row.opaque_domain, row.key_check),
+        kind: kindOf(row.opaque_domain, row.key_check, row.id_format, row.time_zone),
       },
       epoch,
       identity,
@@ -296,8 +327,32 @@ class PostgresDialect implements SqlDialect {
    */
   async insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void> {
     const values = [tag.tag, tag.start.toString(), tag.step, tag.description ?? null];
+    const { format } = tag;
     const result = await this.connections.transaction(async (client) => {
       await this.lockTags(client, `adding tag ${tag.tag}`);
+      if (format !== undefined) {
+        // The format's rules (format-rules.ts) from one read of the name, then the rows; a refusal
+        // thrown here rolls back the format row with the rest.
+        const state = (await client.query<NameStateRow>({ text: NAME_STATE, values: [tag.tag] }))
+          .rows[0] as NameStateRow;
+        const needed = formatRowNeeded(
+          { ...tag, format },
+          {
+            row: state.has_row,
+            format: formatOf(state) ?? undefined,
+            served: state.served,
+            opaque: state.opaque,
+          },
+        );
+        if (needed)
+          await client.query({ text: INSERT_FORMAT, values: [tag.tag, format.format, format.timeZone] });
+        const inserted = await client.query({ text: INSERT_PLAIN, values });
+        if (inserted.rowCount === 0) throw opaqueSettingRemains(tag.tag);
+        return inserted;
+      }
+      const kept = (await client.query<FormatRow>({ text: FORMAT_WITHOUT_ROW, values: [tag.tag] })).rows[0];
+      const keptFormat = kept && formatOf(kept);
+      if (keptFormat) throw formatRowRemains(tag.tag, keptFormat);
       return opaque === undefined
         ? await client.query({ text: INSERT_PLAIN, values })
         : await client.query({ text: INSERT_OPAQUE, values: [...values, opaque.domain, opaque.keyCheck] });

@@ -9,11 +9,23 @@ import {
   tagNotFound,
 } from '../../core/tag-catalogue.js';
 import type { SqlValue } from '../../sql/network-sql.js';
+import { refuseFormatWithOpaque } from '../format-rules.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
-import { COLUMNS, type OptionRow, opaqueMap, type RawRow, settingOf, toTagRow } from './leaf-rows.js';
+import {
+  COLUMNS,
+  type FormatRow,
+  formatMap,
+  formatOf,
+  type OptionRow,
+  opaqueMap,
+  type RawRow,
+  settingOf,
+  toTagRow,
+} from './leaf-rows.js';
 import {
   ADDING,
+  ADDING_FORMATTED,
   ADDING_OPAQUE,
   accessRefused,
   FENCING,
@@ -68,8 +80,9 @@ export interface SqlDialect {
   /** `SegmentPrimitive.fence`, in the dialect's own transaction and statements. */
   fence(request: FenceRequest): Promise<FenceOutcome>;
   /**
-   * The row (and with `opaque` its setting) in one transaction, with the dialect's refusals
-   * (OPAQUE_TAG_FIXED); a duplicate key is thrown as the driver's error (`isDuplicateKey`).
+   * The row (and with `opaque` its setting, with `tag.format` its format row) in one transaction,
+   * with the dialect's refusals (OPAQUE_TAG_FIXED, and format-rules.ts for formats); a duplicate key
+   * is thrown as the driver's error (`isDuplicateKey`).
    */
   insertTag(tag: NewTag, opaque: OpaqueSetting | undefined): Promise<void>;
   /**
@@ -97,7 +110,8 @@ export interface SqlDialect {
 export interface SqlStoreOptions {
   /**
    * Creates nothing (`frond db check`): a missing leaf_alloc is an error, a missing
-   * frond_tag_options holds no opaque tag, and no table is created.
+   * frond_tag_options holds no opaque tag (frond_tag_formats no formatted one), and no table is
+   * created.
    */
   readOnly?: boolean | undefined;
 }
@@ -178,23 +192,28 @@ export class SqlStore implements OpenedStore {
     return (rows as RawRow[]).map(toTagRow);
   }
 
-  /** The row, and its setting joined as an advance joins it (by the column's own comparison). */
+  /**
+   * The row, and its setting and format joined as an advance joins them (by the column's own
+   * comparison).
+   */
   async tag(tag: string): Promise<TagEntry | undefined> {
     const where = this.tagIs('l.biz_tag', tag);
     const { rows } = await this.statement(
-      `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, o.opaque_domain, o.key_check
-  FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag WHERE ${where.sql}`,
+      `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, o.opaque_domain, o.key_check,
+       f.id_format, f.time_zone
+  FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+  LEFT JOIN frond_tag_formats f ON f.biz_tag = l.biz_tag WHERE ${where.sql}`,
       where.values,
     );
-    const row = (rows as (RawRow & OptionRow)[])[0];
-    return row && { ...toTagRow(row), opaque: settingOf(row), format: null };
+    const row = (rows as (RawRow & OptionRow & FormatRow)[])[0];
+    return row && { ...toTagRow(row), opaque: settingOf(row), format: formatOf(row) };
   }
 
   async addTag(tag: NewTag, opaque?: OpaqueSetting): Promise<void> {
+    refuseFormatWithOpaque(tag, opaque);
+    const use = tag.format !== undefined ? ADDING_FORMATTED : opaque === undefined ? ADDING : ADDING_OPAQUE;
     try {
-      await this.operate(opaque === undefined ? ADDING : ADDING_OPAQUE, () =>
-        this.dialect.insertTag(tag, opaque),
-      );
+      await this.operate(use, () => this.dialect.insertTag(tag, opaque));
     } catch (error) {
       if (this.dialect.isDuplicateKey((error as Error).cause)) throw tagExists(tag.tag);
       throw error;
@@ -217,9 +236,11 @@ export class SqlStore implements OpenedStore {
     return kept;
   }
 
-  // BASE BRANCH ONLY: frond_tag_formats is built on formats-store.
   async listFormats(): Promise<Map<string, FormatSetting>> {
-    return new Map();
+    // A database frond never served from holds no formatted tag: read-only, its tables stay missing.
+    if (this.options.readOnly && (await this.isAbsent('frond_tag_formats'))) return new Map();
+    const { rows } = await this.statement('SELECT biz_tag, id_format, time_zone FROM frond_tag_formats');
+    return formatMap(rows as FormatRow[]);
   }
 
   async listOpaque(): Promise<Map<string, OpaqueSetting>> {
@@ -271,7 +292,7 @@ export class SqlStore implements OpenedStore {
 
   /**
    * `operation` after the table check, its driver errors as STORE_UNAVAILABLE. A statement that
-   * finds a table missing (frond_fence, frond_high_water, frond_tag_options or leaf_alloc dropped
+   * finds a table missing (frond_fence, frond_high_water, frond_tag_options, frond_tag_formats or leaf_alloc dropped
    * while nodes run) changed nothing: its transaction rolled back. The check is forgotten, so the
    * tables are created again (leaf_alloc only if it is missing, never altered), and the operation
    * is run once more; a check that stayed done would fail every load until the node restarted. A

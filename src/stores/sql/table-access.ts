@@ -5,7 +5,12 @@
 import { FrondError } from '../../core/errors.js';
 
 /** frond's own tables, beside Leaf's `leaf_alloc`, in the order they are created. */
-export const FROND_TABLES = ['frond_fence', 'frond_high_water', 'frond_tag_options'] as const;
+export const FROND_TABLES = [
+  'frond_fence',
+  'frond_high_water',
+  'frond_tag_options',
+  'frond_tag_formats',
+] as const;
 
 export type FrondTable = (typeof FROND_TABLES)[number];
 
@@ -32,8 +37,10 @@ export interface Use {
  * A node's segment loads, its fence and its tag list. A load reads the fence row under a lock
  * (PostgreSQL asks UPDATE for FOR KEY SHARE: "permission denied for table frond_fence" with SELECT
  * alone), advances the row, records its max_id in frond_high_water (INSERT … ON CONFLICT / ON
- * DUPLICATE KEY UPDATE: both) and reads the tag's kind; the fence inserts the fence row the first
- * time and updates it, and raises every row and the records of removed tags.
+ * DUPLICATE KEY UPDATE: both) and reads the tag's kind (frond_tag_options and frond_tag_formats);
+ * the fence inserts the fence row the first time and updates it, and raises every row and the
+ * records of removed tags. A node serving formatted tags also adds and removes their counters'
+ * rows: that is ADDING_FORMATTED and REMOVING, in MANAGING.
  */
 export const SERVING: Use = {
   what: 'serving segments (loads, the fence, the tag list)',
@@ -42,6 +49,7 @@ export const SERVING: Use = {
     frond_fence: ['SELECT', 'INSERT', 'UPDATE'],
     frond_high_water: ['SELECT', 'INSERT', 'UPDATE'],
     frond_tag_options: ['SELECT'],
+    frond_tag_formats: ['SELECT'],
   },
 };
 
@@ -55,16 +63,24 @@ export const FENCING: Use = {
   },
 };
 
-/** `frond tag list`, `/db`, `frond decode --tag`, `frond db check`: rows and opaque settings. */
+/** `frond tag list`, `/db`, `frond decode --tag`, `frond db check`: rows, opaque settings, formats. */
 export const LISTING: Use = {
   what: 'reading the tags',
-  needs: { leaf_alloc: ['SELECT'], frond_tag_options: ['SELECT'] },
+  needs: { leaf_alloc: ['SELECT'], frond_tag_options: ['SELECT'], frond_tag_formats: ['SELECT'] },
 };
 
-/** A plain tag's row, checked against the names frond_high_water and frond_tag_options keep. */
+/**
+ * A plain tag's row, checked against the names frond_high_water, frond_tag_options and
+ * frond_tag_formats keep.
+ */
 export const ADDING: Use = {
   what: 'adding a tag',
-  needs: { leaf_alloc: ['SELECT', 'INSERT'], frond_high_water: ['SELECT'], frond_tag_options: ['SELECT'] },
+  needs: {
+    leaf_alloc: ['SELECT', 'INSERT'],
+    frond_high_water: ['SELECT'],
+    frond_tag_options: ['SELECT'],
+    frond_tag_formats: ['SELECT'],
+  },
 };
 
 /** An opaque tag: its setting too. */
@@ -74,6 +90,18 @@ export const ADDING_OPAQUE: Use = {
     leaf_alloc: ['SELECT', 'INSERT'],
     frond_high_water: ['SELECT'],
     frond_tag_options: ['SELECT', 'INSERT'],
+    frond_tag_formats: ['SELECT'],
+  },
+};
+
+/** A formatted tag, or one of its counters (which the nodes serving it add): its format row too. */
+export const ADDING_FORMATTED: Use = {
+  what: 'adding a formatted tag or its counter',
+  needs: {
+    leaf_alloc: ['SELECT', 'INSERT'],
+    frond_high_water: ['SELECT'],
+    frond_tag_options: ['SELECT'],
+    frond_tag_formats: ['SELECT', 'INSERT'],
   },
 };
 
@@ -95,7 +123,7 @@ export const SETTING_STEP: Use = {
 /** What the tag commands (and the admin API's POST, PATCH and DELETE) need beyond SERVING. */
 export const MANAGING: Use = {
   what: 'adding and removing tags',
-  needs: beyond(union(ADDING_OPAQUE, REMOVING, SETTING_STEP), SERVING),
+  needs: beyond(union(ADDING_OPAQUE, ADDING_FORMATTED, REMOVING, SETTING_STEP), SERVING),
 };
 
 /** What the account lacks of a table: the privileges, and whether it sees the table at all. */
@@ -129,7 +157,7 @@ export function grantScript(grantee: string): string {
   return [
     `-- ${grantee}: what a node needs for ${SERVING.what}`,
     ...grantLines(SERVING.needs, grantee),
-    `-- and for ${MANAGING.what} (frond tag add and remove, POST and DELETE /v1/tags, --opaque-tag)`,
+    `-- and for ${MANAGING.what} (frond tag add and remove, POST and DELETE /v1/tags, --opaque-tag, formatted tags' counters)`,
     ...grantLines(MANAGING.needs, grantee),
     // The lease table belongs to the worker-ID side (src/worker-ids/sql/), not to a store: named here
     // so one script covers a database that keeps both.

@@ -15,9 +15,17 @@ import {
 } from '../../core/tag-catalogue.js';
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
+import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../format-rules.js';
 import { NEW_NAMES_ROW, recordOf } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
-import { type OptionRow, opaqueMap, settingOf } from '../sql/leaf-rows.js';
+import {
+  type FormatRow,
+  formatMap,
+  formatOf,
+  type OptionRow,
+  opaqueMap,
+  settingOf,
+} from '../sql/leaf-rows.js';
 import type { SqliteCalls } from './sqlite-protocol.js';
 
 /** Leaf's MySQL table, in SQLite's types. SQLite has no ON UPDATE, so `advance` sets update_time. */
@@ -34,6 +42,17 @@ export const SQLITE_FROND_DDL = `CREATE TABLE IF NOT EXISTS frond_tag_options (
   biz_tag       VARCHAR(128) NOT NULL PRIMARY KEY,
   opaque_domain VARCHAR(16)  NOT NULL,
   key_check     VARCHAR(32)  NOT NULL
+)`;
+
+/**
+ * frond's formatted tags (order numbers), beside Leaf's table: the format and zone of a formatted
+ * tag and of each of its counters, written with the row in one transaction and never changed or
+ * removed (docs/databases.md).
+ */
+export const SQLITE_FORMATS_DDL = `CREATE TABLE IF NOT EXISTS frond_tag_formats (
+  biz_tag   VARCHAR(128) NOT NULL PRIMARY KEY,
+  id_format VARCHAR(255) NOT NULL,
+  time_zone VARCHAR(64)  NOT NULL
 )`;
 
 /**
@@ -69,7 +88,13 @@ export const SQLITE_FENCE_DDL = `CREATE TABLE IF NOT EXISTS frond_fence (
 )`;
 
 /** Every table frond creates in the file, in order (`frond db init --print` shows them). */
-export const SQLITE_TABLES_DDL = [SQLITE_DDL, SQLITE_FROND_DDL, SQLITE_HIGH_WATER_DDL, SQLITE_FENCE_DDL];
+export const SQLITE_TABLES_DDL = [
+  SQLITE_DDL,
+  SQLITE_FROND_DDL,
+  SQLITE_HIGH_WATER_DDL,
+  SQLITE_FENCE_DDL,
+  SQLITE_FORMATS_DDL,
+];
 
 /**
  * The floor a tag advances from: its max_id, or frond's record when that is higher (the row was
@@ -97,6 +122,15 @@ interface GrantRow {
   high_water: bigint | null;
   opaque_domain: string | null;
   key_check: string | null;
+  id_format: string | null;
+  time_zone: string | null;
+}
+
+/** What a formatted add reads of its name (`nameState`): SQLite answers EXISTS as 0 or 1. */
+interface NameRow extends FormatRow {
+  row: number;
+  served: number;
+  opaque: number;
 }
 
 /** frond_fence's one row, when there is one. */
@@ -147,10 +181,12 @@ export class SqliteDatabase implements SqliteCalls {
       // The grant as the transaction left it: the row, frond's record and the tag's kind.
       readGrant: db
         .prepare(
-          `SELECT l.max_id, l.step, h.max_id AS high_water, o.opaque_domain, o.key_check
+          `SELECT l.max_id, l.step, h.max_id AS high_water, o.opaque_domain, o.key_check,
+                  f.id_format, f.time_zone
              FROM leaf_alloc l
              LEFT JOIN frond_high_water h ON h.biz_tag = l.biz_tag
              LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+             LEFT JOIN frond_tag_formats f ON f.biz_tag = l.biz_tag
             WHERE l.biz_tag = ?`,
         )
         .safeIntegers(true),
@@ -166,11 +202,25 @@ export class SqliteDatabase implements SqliteCalls {
       settingWithoutRow: db.prepare(
         'SELECT 1 FROM frond_tag_options o WHERE o.biz_tag = @tag AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = @tag)',
       ),
-      // The row and its setting (`TagCatalogue.tag`).
+      // A formatted tag's format whose row is gone: only that format may come back under the name.
+      formatWithoutRow: db.prepare(
+        'SELECT id_format, time_zone FROM frond_tag_formats f WHERE f.biz_tag = @tag AND NOT EXISTS (SELECT 1 FROM leaf_alloc l WHERE l.biz_tag = @tag)',
+      ),
+      // What a formatted add checks (format-rules.ts): the row, the format kept, the record, the setting.
+      nameState: db.prepare(
+        `SELECT EXISTS (SELECT 1 FROM leaf_alloc WHERE biz_tag = @tag) AS row,
+                (SELECT id_format FROM frond_tag_formats WHERE biz_tag = @tag) AS id_format,
+                (SELECT time_zone FROM frond_tag_formats WHERE biz_tag = @tag) AS time_zone,
+                EXISTS (SELECT 1 FROM frond_high_water WHERE biz_tag = @tag) AS served,
+                EXISTS (SELECT 1 FROM frond_tag_options WHERE biz_tag = @tag) AS opaque`,
+      ),
+      // The row, its setting and its format (`TagCatalogue.tag`).
       entry: db
         .prepare(
-          `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, o.opaque_domain, o.key_check
+          `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, o.opaque_domain, o.key_check,
+                  f.id_format, f.time_zone
              FROM leaf_alloc l LEFT JOIN frond_tag_options o ON o.biz_tag = l.biz_tag
+             LEFT JOIN frond_tag_formats f ON f.biz_tag = l.biz_tag
             WHERE l.biz_tag = ?`,
         )
         .safeIntegers(true),
@@ -199,6 +249,10 @@ export class SqliteDatabase implements SqliteCalls {
       opaque: db.prepare('SELECT biz_tag, opaque_domain, key_check FROM frond_tag_options'),
       insertOptions: db.prepare(
         'INSERT INTO frond_tag_options (biz_tag, opaque_domain, key_check) VALUES (?, ?, ?)',
+      ),
+      formats: db.prepare('SELECT biz_tag, id_format, time_zone FROM frond_tag_formats'),
+      insertFormat: db.prepare(
+        'INSERT INTO frond_tag_formats (biz_tag, id_format, time_zone) VALUES (?, ?, ?)',
       ),
       fenceRow: db.prepare('SELECT epoch, identity FROM frond_fence WHERE id = 1').safeIntegers(true),
       createFence: db.prepare('INSERT INTO frond_fence (id, epoch, identity) VALUES (1, ?, ?)'),
@@ -312,7 +366,7 @@ export class SqliteDatabase implements SqliteCalls {
       maxId: row.max_id,
       step: step ?? tableStep,
       tableStep,
-      kind: kindOf(row.opaque_domain, row.key_check),
+      kind: kindOf(row.opaque_domain, row.key_check, row.id_format, row.time_zone),
     };
   }
 
@@ -331,24 +385,46 @@ export class SqliteDatabase implements SqliteCalls {
   }
 
   tag(tag: string): TagEntry | undefined {
-    const row = this.statements.entry.get(tag) as (RawRow & OptionRow) | undefined;
-    return row && { ...toTagRow(row), opaque: settingOf(row), format: null };
+    const row = this.statements.entry.get(tag) as (RawRow & OptionRow & FormatRow) | undefined;
+    return row && { ...toTagRow(row), opaque: settingOf(row), format: formatOf(row) };
   }
 
   addTag(tag: NewTag, opaque?: OpaqueSetting): void {
+    refuseFormatWithOpaque(tag, opaque);
     try {
       this.db
         .transaction(() => {
-          if (opaque === undefined) {
-            // The setting is read with every grant: a plain row under the name would serve opaque IDs.
-            if (this.statements.settingWithoutRow.get({ tag: tag.tag }) !== undefined)
-              throw opaqueSettingRemains(tag.tag);
+          const { format } = tag;
+          if (format !== undefined) {
+            // Its rules (format-rules.ts) from one read of the name; the row's insert follows.
+            const state = this.statements.nameState.get({ tag: tag.tag }) as NameRow;
+            const needed = formatRowNeeded(
+              { ...tag, format },
+              {
+                row: state.row === 1,
+                format: formatOf(state) ?? undefined,
+                served: state.served === 1,
+                opaque: state.opaque === 1,
+              },
+            );
+            if (needed) this.statements.insertFormat.run(tag.tag, format.format, format.timeZone);
           } else {
-            // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs; a row
-            // that is there (or a setting left by an opaque tag) fails an insert: TAG_EXISTS.
-            if (this.statements.usedWithoutRow.get({ tag: tag.tag }) !== undefined)
-              throw opaqueNameUsed(tag.tag);
-            this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
+            // Every grant reads the format: a plain or opaque row under a formatted name would be
+            // granted as formatted, and numbers it served could come again.
+            const kept = this.statements.formatWithoutRow.get({ tag: tag.tag }) as FormatRow | undefined;
+            const keptFormat = kept && formatOf(kept);
+            if (keptFormat) throw formatRowRemains(tag.tag, keptFormat);
+            if (opaque === undefined) {
+              // The setting is read with every grant: a plain row under the name would serve opaque IDs.
+              if (this.statements.settingWithoutRow.get({ tag: tag.tag }) !== undefined)
+                throw opaqueSettingRemains(tag.tag);
+            } else {
+              // A name frond_high_water knows and leaf_alloc no longer holds served plain IDs; a row
+              // that is there (or a setting left by an opaque tag) fails an insert: TAG_EXISTS.
+              if (this.statements.usedWithoutRow.get({ tag: tag.tag }) !== undefined)
+                throw opaqueNameUsed(tag.tag);
+              this.statements.insertOptions.run(tag.tag, opaque.domain, opaque.keyCheck);
+            }
           }
           this.statements.insertRow.run({
             tag: tag.tag,
@@ -390,9 +466,8 @@ export class SqliteDatabase implements SqliteCalls {
       .immediate();
   }
 
-  // BASE BRANCH ONLY: frond_tag_formats is built on formats-store.
   listFormats(): Map<string, FormatSetting> {
-    return new Map();
+    return formatMap(this.statements.formats.all() as FormatRow[]);
   }
 
   listOpaque(): Map<string, OpaqueSetting> {

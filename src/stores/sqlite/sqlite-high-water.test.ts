@@ -69,7 +69,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
       try {
         const tag = randomTag();
         await first.addTag({ tag, step: 100, start: 1n }, opaque);
-        assert.deepEqual((await first.advance(tag))?.kind, { opaque });
+        assert.deepEqual((await first.advance(tag))?.kind, { opaque, format: null });
         byHand(path, (db) => db.prepare('DELETE FROM leaf_alloc WHERE biz_tag = ?').run(tag));
         await assert.rejects(
           second.addTag({ tag, step: 100, start: 1n }),
@@ -124,7 +124,7 @@ describe('SQLite frond_high_water across processes on one file', () => {
         maxId: 2n ** 60n + 3n,
         step: 3,
         tableStep: 10,
-        kind: { opaque },
+        kind: { opaque, format: null },
       });
       const records = byHand(path, (db) =>
         db.prepare('SELECT biz_tag, max_id FROM frond_high_water ORDER BY max_id').safeIntegers(true).all(),
