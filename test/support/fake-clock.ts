@@ -24,6 +24,11 @@ export function fakeClock(t: TestContext, offset: string): FakeClock | undefined
     serviceMissing(t, 'libfaketime', `${LIBFAKETIME} is missing; run scripts/services.sh`);
     return undefined;
   }
+  return offsetClock(offset);
+}
+
+/** `fakeClock` where the caller has checked that libfaketime is installed (a suite's `before`). */
+export function offsetClock(offset: string): FakeClock {
   const file = join(tempDir('frond-faketime-'), 'faketime.rc');
   const set = (value: string) => writeFileSync(file, `${value}\n`);
   set(offset);
