@@ -1,4 +1,4 @@
-import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import {
   type ChannelOptions,
   logVerbosity,
@@ -85,7 +85,15 @@ export async function listenGrpc(
   server.addService(services.health, health.implementation());
   const credentials = tls ? new NodeTlsCredentials(tls) : ServerCredentials.createInsecure();
   const injector = server.createConnectionInjector(credentials);
-  const port = createNetServer((socket) => injector.injectConnection(socket));
+  // Every connection the port holds, so that a shutdown can cut those grpc-js does not: with
+  // channelz off its forceShutdown destroys no session, and a socket still in its TLS handshake is
+  // no session at all (one silent connection kept a SIGTERMed node up for good, or 120 s with TLS).
+  const sockets = new Set<Socket>();
+  const port = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    injector.injectConnection(socket);
+  });
   port.maxConnections = config.grpcMaxConnections;
   port.on('drop', () =>
     logger.log('warn', 'grpc.connections_full', {
@@ -116,9 +124,17 @@ export async function listenGrpc(
         health.close();
         // No new connection; those open finish their calls (grpc-js sends them GOAWAY) within timeoutMs.
         port.close();
-        const timer = setTimeout(() => server.forceShutdown(), timeoutMs);
+        const cut = () => {
+          for (const socket of sockets) socket.destroy();
+        };
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          cut();
+        }, timeoutMs);
         server.tryShutdown(() => {
           clearTimeout(timer);
+          // The sessions are closed; what is left is connections that never became one.
+          cut();
           done();
         });
       });
