@@ -39,6 +39,9 @@ export const GRPC_SERVER_OPTIONS: ChannelOptions = {
   'grpc.enable_channelz': 0,
 };
 
+/** At most one `grpc.connections_full` line this often (ms); each says how many were refused since the last. */
+const DROP_LOG_MS = 10_000;
+
 /** What the gRPC port serves once the modes are open. */
 export interface GrpcServeDeps extends GrpcIdDeps {
   readiness(): { ready: boolean };
@@ -95,12 +98,22 @@ export async function listenGrpc(
     injector.injectConnection(socket);
   });
   port.maxConnections = config.grpcMaxConnections;
-  port.on('drop', () =>
+  // One line for the first refusal, then at most one per DROP_LOG_MS with the count since: a line
+  // per refused connection would let any client write the node's log as fast as it can connect.
+  let dropped = 0;
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  port.on('drop', () => {
+    dropped++;
+    const now = performance.now();
+    if (now - loggedAt < DROP_LOG_MS) return;
+    loggedAt = now;
     logger.log('warn', 'grpc.connections_full', {
       maxConnections: config.grpcMaxConnections,
-      message: `a gRPC connection was refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
-    }),
-  );
+      refused: dropped,
+      message: `${dropped === 1 ? 'a gRPC connection was' : `${dropped} gRPC connections were`} refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
+    });
+    dropped = 0;
+  });
   const bound = await bindHost(port, { host: config.host, port: config.grpcPort }, logger).catch(
     (caught: unknown) => {
       // listen.ts names --port; this port is --grpc-port.
