@@ -1,4 +1,4 @@
-import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import {
   type ChannelOptions,
   logVerbosity,
@@ -38,6 +38,9 @@ export const GRPC_SERVER_OPTIONS: ChannelOptions = {
   // Channelz's per-call bookkeeping is for a debugging service frond does not serve.
   'grpc.enable_channelz': 0,
 };
+
+/** At most one `grpc.connections_full` line this often (ms); each says how many were refused since the last. */
+const DROP_LOG_MS = 10_000;
 
 /** What the gRPC port serves once the modes are open. */
 export interface GrpcServeDeps extends GrpcIdDeps {
@@ -85,14 +88,32 @@ export async function listenGrpc(
   server.addService(services.health, health.implementation());
   const credentials = tls ? new NodeTlsCredentials(tls) : ServerCredentials.createInsecure();
   const injector = server.createConnectionInjector(credentials);
-  const port = createNetServer((socket) => injector.injectConnection(socket));
+  // Every connection the port holds, so that a shutdown can cut those grpc-js does not: with
+  // channelz off its forceShutdown destroys no session, and a socket still in its TLS handshake is
+  // no session at all (one silent connection kept a SIGTERMed node up for good, or 120 s with TLS).
+  const sockets = new Set<Socket>();
+  const port = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    injector.injectConnection(socket);
+  });
   port.maxConnections = config.grpcMaxConnections;
-  port.on('drop', () =>
+  // One line for the first refusal, then at most one per DROP_LOG_MS with the count since: a line
+  // per refused connection would let any client write the node's log as fast as it can connect.
+  let dropped = 0;
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  port.on('drop', () => {
+    dropped++;
+    const now = performance.now();
+    if (now - loggedAt < DROP_LOG_MS) return;
+    loggedAt = now;
     logger.log('warn', 'grpc.connections_full', {
       maxConnections: config.grpcMaxConnections,
-      message: `a gRPC connection was refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
-    }),
-  );
+      refused: dropped,
+      message: `${dropped === 1 ? 'a gRPC connection was' : `${dropped} gRPC connections were`} refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
+    });
+    dropped = 0;
+  });
   const bound = await bindHost(port, { host: config.host, port: config.grpcPort }, logger).catch(
     (caught: unknown) => {
       // listen.ts names --port; this port is --grpc-port.
@@ -116,9 +137,17 @@ export async function listenGrpc(
         health.close();
         // No new connection; those open finish their calls (grpc-js sends them GOAWAY) within timeoutMs.
         port.close();
-        const timer = setTimeout(() => server.forceShutdown(), timeoutMs);
+        const cut = () => {
+          for (const socket of sockets) socket.destroy();
+        };
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          cut();
+        }, timeoutMs);
         server.tryShutdown(() => {
           clearTimeout(timer);
+          // The sessions are closed; what is left is connections that never became one.
+          cut();
           done();
         });
       });
