@@ -27,6 +27,7 @@ export type LogEvent =
   | 'http.client_error'
   | 'http.client_aborted'
   | 'http.connections_above_limit'
+  | 'connections.above_limit'
   | 'http.no_ipv6'
   | 'http.internal_error'
   | 'grpc.internal_error'

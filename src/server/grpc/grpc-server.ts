@@ -9,7 +9,7 @@ import {
 } from '@grpc/grpc-js';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { TLS_CIPHERS } from '../http/http-server.js';
+import { PORT_CONNECTIONS_CAP, TLS_CIPHERS } from '../http/http-server.js';
 import { bindHost } from '../start/listen.js';
 import type { ListenConfig } from '../start/serve-config.js';
 import { GrpcHealth } from './grpc-health.js';
@@ -97,7 +97,9 @@ export async function listenGrpc(
     socket.once('close', () => sockets.delete(socket));
     injector.injectConnection(socket);
   });
-  port.maxConnections = config.grpcMaxConnections;
+  // startServer settles the cap from the descriptor budget (connection-budget.ts).
+  const maxConnections = config.grpcMaxConnections ?? PORT_CONNECTIONS_CAP;
+  port.maxConnections = maxConnections;
   // One line for the first refusal, then at most one per DROP_LOG_MS with the count since: a line
   // per refused connection would let any client write the node's log as fast as it can connect.
   let dropped = 0;
@@ -108,9 +110,9 @@ export async function listenGrpc(
     if (now - loggedAt < DROP_LOG_MS) return;
     loggedAt = now;
     logger.log('warn', 'grpc.connections_full', {
-      maxConnections: config.grpcMaxConnections,
+      maxConnections,
       refused: dropped,
-      message: `${dropped === 1 ? 'a gRPC connection was' : `${dropped} gRPC connections were`} refused: ${config.grpcMaxConnections} are open (--grpc-max-connections)`,
+      message: `${dropped === 1 ? 'a gRPC connection was' : `${dropped} gRPC connections were`} refused: ${maxConnections} are open (--grpc-max-connections)`,
     });
     dropped = 0;
   });

@@ -14,6 +14,8 @@ import { readGivenFile } from '../../platform/data-file.js';
  * SQLite files, the coordinator, the cluster channel, the record file and the one kept in reserve.
  */
 export const RESERVED_DESCRIPTORS = 128;
+/** The most a default gRPC or RESP cap holds (src/server/start/connection-budget.ts). */
+export const PORT_CONNECTIONS_CAP = 10_000;
 /** The fewest connections the default allows, however low the descriptor limit. */
 const MIN_CONNECTIONS = 16;
 

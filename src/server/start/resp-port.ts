@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/logger.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
+import { PORT_CONNECTIONS_CAP } from '../http/http-server.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { TagIssuer } from '../opaque/tag-issuer.js';
 import { DEFAULT_RESP_MAX_IN_FLIGHT, openRespServer, type RespServer } from '../resp/resp-server.js';
@@ -21,7 +22,8 @@ export async function listenResp(
       host: config.host,
       port: config.respPort,
       tls,
-      maxConnections: config.respMaxConnections,
+      // startServer settles the cap from the descriptor budget (connection-budget.ts).
+      maxConnections: config.respMaxConnections ?? PORT_CONNECTIONS_CAP,
       idleTimeoutMs: config.respIdleTimeoutMs,
       maxInFlight: DEFAULT_RESP_MAX_IN_FLIGHT,
       shutdownTimeoutMs: config.shutdownTimeoutMs,

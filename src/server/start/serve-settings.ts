@@ -196,9 +196,11 @@ export const SERVE_SETTINGS = [
     name: 'grpcMaxConnections',
     slice: 'listen',
     flag: 'grpc-max-connections',
-    default: 10_000,
+    default: undefined,
     min: 1,
     max: 1_000_000,
+    describedDefault:
+      'a quarter of the file-descriptor budget (`ulimit -n` less 128), at most 10,000; `--max-connections` by default gets what gRPC and RESP leave',
     help: 'gRPC connections held at once (apart from `--max-connections`, which counts HTTP ones); more are closed as they arrive',
   }),
   ...STORE_OPTIONS,
@@ -432,9 +434,11 @@ export const SERVE_SETTINGS = [
     name: 'respMaxConnections',
     slice: 'resp',
     flag: 'resp-max-connections',
-    default: 10_000,
+    default: undefined,
     min: 1,
     max: 1_000_000,
+    describedDefault:
+      'a quarter of the file-descriptor budget (`ulimit -n` less 128), at most 10,000; `--max-connections` by default gets what gRPC and RESP leave',
     help: 'RESP connections held at once; more are closed as they arrive',
   }),
   integer({

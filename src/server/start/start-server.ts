@@ -3,9 +3,11 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import { type GrpcListening, listenGrpc } from '../grpc/grpc-server.js';
 import { createApp } from '../http/app.js';
+import { descriptorLimit } from '../http/http-server.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { TagIssuer } from '../opaque/tag-issuer.js';
 import { type Cleanups, runCleanups } from './cleanups.js';
+import { withConnectionCaps } from './connection-budget.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { closeHttp, listen } from './listen.js';
 import { openOpsSurface, startOpsSurface } from './ops-surface.js';
@@ -28,10 +30,12 @@ export interface RunningServer {
  * worker ID or writes a file. Requests that arrive while the modes open wait for them.
  */
 export async function startServer(
-  config: ServeConfig,
+  given: ServeConfig,
   logger: Logger,
   clock: Clock = systemClock,
 ): Promise<RunningServer> {
+  // Every port's connection cap out of one descriptor budget (connection-budget.ts).
+  const config = withConnectionCaps(given, descriptorLimit(), logger);
   // The files the settings name come first: one that cannot be read stops the start before the port.
   const { tls, opaqueSecret } = readStartFiles(config);
   const http = await listen(config, tls, logger);
