@@ -108,35 +108,48 @@ describe('attack g22: gRPC port', () => {
     }
   });
 
-  it('connections refused past --grpc-max-connections log a bounded number of lines, with how many were refused', async () => {
-    const grpcPort = await freePort();
-    const node = await startFrond([
-      ...['--port', '0', '--host', '127.0.0.1', '--grpc-port', String(grpcPort), '--data-dir', tempDir()],
-      ...['--grpc-max-connections', '1'],
-    ]);
-    const held = await silentConnection(grpcPort);
-    try {
-      // 300 connections past the cap, one after another (each closed by the node as it arrives).
-      for (let i = 0; i < 300; i++)
-        await new Promise<void>((resolve) => {
-          const socket = createConnection({ host: '127.0.0.1', port: grpcPort });
-          const timer = setTimeout(() => socket.destroy(), 2_000);
-          socket.on('error', () => {});
-          socket.on('close', () => {
-            clearTimeout(timer);
-            resolve();
+  for (const port of ['grpc', 'resp'] as const)
+    it(`connections refused past --${port}-max-connections log a bounded number of lines, with how many were refused`, async () => {
+      const portNumber = await freePort();
+      const node = await startFrond([
+        ...[
+          '--port',
+          '0',
+          '--host',
+          '127.0.0.1',
+          `--${port}-port`,
+          String(portNumber),
+          '--data-dir',
+          tempDir(),
+        ],
+        ...[`--${port}-max-connections`, '1'],
+      ]);
+      const held = await silentConnection(portNumber);
+      try {
+        // 300 connections past the cap, one after another (each closed by the node as it arrives).
+        for (let i = 0; i < 300; i++)
+          await new Promise<void>((resolve) => {
+            const socket = createConnection({ host: '127.0.0.1', port: portNumber });
+            const timer = setTimeout(() => socket.destroy(), 2_000);
+            socket.on('error', () => {});
+            socket.on('close', () => {
+              clearTimeout(timer);
+              resolve();
+            });
           });
-        });
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const lines = node.logs.filter((line) => line.includes('"grpc.connections_full"'));
-      assert.ok(lines.length >= 1, 'no grpc.connections_full line');
-      // One line per refused connection lets any client write the node's log as fast as it connects.
-      assert.ok(lines.length <= 3, `${lines.length} grpc.connections_full lines for 300 refused connections`);
-    } finally {
-      held.destroy();
-      await node.stop('SIGTERM', 10_000);
-    }
-  });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const lines = node.logs.filter((line) => line.includes(`"${port}.connections_full"`));
+        assert.ok(lines.length >= 1, `no ${port}.connections_full line`);
+        // One line per refused connection lets any client write the node's log as fast as it connects.
+        assert.ok(
+          lines.length <= 3,
+          `${lines.length} ${port}.connections_full lines for 300 refused connections`,
+        );
+      } finally {
+        held.destroy();
+        await node.stop('SIGTERM', 10_000);
+      }
+    });
 
   it('keeps metric labels bounded: gRPC calls with many tags and bad requests add no route or status beyond the fixed set', async () => {
     const grpcPort = await freePort();

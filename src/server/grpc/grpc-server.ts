@@ -9,6 +9,7 @@ import {
 } from '@grpc/grpc-js';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { onDropsThrottled } from '../http/connection-drops.js';
 import { PORT_CONNECTIONS_CAP, TLS_CIPHERS } from '../http/http-server.js';
 import { bindHost } from '../start/listen.js';
 import type { ListenConfig } from '../start/serve-config.js';
@@ -38,9 +39,6 @@ export const GRPC_SERVER_OPTIONS: ChannelOptions = {
   // Channelz's per-call bookkeeping is for a debugging service frond does not serve.
   'grpc.enable_channelz': 0,
 };
-
-/** At most one `grpc.connections_full` line this often (ms); each says how many were refused since the last. */
-const DROP_LOG_MS = 10_000;
 
 /** What the gRPC port serves once the modes are open. */
 export interface GrpcServeDeps extends GrpcIdDeps {
@@ -100,22 +98,13 @@ export async function listenGrpc(
   // startServer settles the cap from the descriptor budget (connection-budget.ts).
   const maxConnections = config.grpcMaxConnections ?? PORT_CONNECTIONS_CAP;
   port.maxConnections = maxConnections;
-  // One line for the first refusal, then at most one per DROP_LOG_MS with the count since: a line
-  // per refused connection would let any client write the node's log as fast as it can connect.
-  let dropped = 0;
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  port.on('drop', () => {
-    dropped++;
-    const now = performance.now();
-    if (now - loggedAt < DROP_LOG_MS) return;
-    loggedAt = now;
+  onDropsThrottled(port, (refused) =>
     logger.log('warn', 'grpc.connections_full', {
       maxConnections,
-      refused: dropped,
-      message: `${dropped === 1 ? 'a gRPC connection was' : `${dropped} gRPC connections were`} refused: ${maxConnections} are open (--grpc-max-connections)`,
-    });
-    dropped = 0;
-  });
+      refused,
+      message: `${refused === 1 ? 'a gRPC connection was' : `${refused} gRPC connections were`} refused: ${maxConnections} are open (--grpc-max-connections)`,
+    }),
+  );
   const bound = await bindHost(port, { host: config.host, port: config.grpcPort }, logger).catch(
     (caught: unknown) => {
       // listen.ts names --port; this port is --grpc-port.

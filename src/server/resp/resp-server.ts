@@ -1,6 +1,7 @@
 import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { Logger } from '../../core/logger.js';
+import { onDropsThrottled } from '../http/connection-drops.js';
 import { TLS_CIPHERS } from '../http/http-server.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { bindHost } from '../start/listen.js';
@@ -300,10 +301,11 @@ export async function openRespServer(options: RespServerOptions, logger: Logger)
       )
     : createNetServer(onConnection);
   server.maxConnections = options.maxConnections;
-  server.on('drop', () =>
+  onDropsThrottled(server, (refused) =>
     logger.log('warn', 'resp.connections_full', {
       maxConnections: options.maxConnections,
-      message: `a RESP connection was refused: ${options.maxConnections} are open (--resp-max-connections)`,
+      refused,
+      message: `${refused === 1 ? 'a RESP connection was' : `${refused} RESP connections were`} refused: ${options.maxConnections} are open (--resp-max-connections)`,
     }),
   );
   // A TLS handshake that fails is the client's problem, not the node's.
