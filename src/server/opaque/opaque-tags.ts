@@ -150,7 +150,8 @@ export async function encodeInChunks(
   while (at < ids.length) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     let size: number;
-    if (fixed !== undefined) size = fixed;
+    // A fixed step below 1 (0, NaN) would never move on: one ID a step at the least.
+    if (fixed !== undefined) size = Number.isInteger(fixed) && fixed >= 1 ? fixed : 1;
     else {
       const cost = msPerId.get(codec) ?? FIRST_MS_PER_ID;
       size = Math.min(
