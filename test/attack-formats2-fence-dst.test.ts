@@ -59,9 +59,9 @@ describe('attack-formats2: a fence and an hour that happens twice, two hours apa
       if (name.startsWith(`${tag}\u001f`)) store.highWater.delete(name);
     for (const name of [...store.formats.keys()])
       if (name.startsWith(`${tag}\u001f`)) store.formats.delete(name);
-    // The operator fences at 23:40 UTC (database clock = node clock), the default skip.
+    // The operator fences at 23:40 UTC (database clock = node clock), with a --fence-skip of 1,000 (what the docs advise for {seq:N}).
     await databaseAt(ms('2026-10-24T23:40:00Z'), () =>
-      store.primitive.fence({ observedEpoch: 1, aboveEpoch: 1, skip: 1_000_000_000n, atLeast: new Map() }),
+      store.primitive.fence({ observedEpoch: 1, aboveEpoch: 1, skip: 1_000n, atLeast: new Map() }),
     );
     // 01:10 UTC = 01:10 local (+00): the 01 hour again, the same counter name, its stretch's start
     // 01:00 UTC, more than an hour after the fence: the rule says it cannot have served.
