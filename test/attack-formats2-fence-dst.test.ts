@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parseFormat, periodAt } from '../src/core/id-format.js';
 import { silentLogger } from '../src/core/logger.js';
 import { DEFAULT_SEGMENT_ALLOCATOR_OPTIONS, SegmentAllocator } from '../src/core/segment-allocator.js';
+import { firstStartOf } from '../src/server/opaque/formatted-tag.js';
 import { OpaqueTags } from '../src/server/opaque/opaque-tags.js';
 import { TagIssuer } from '../src/server/opaque/tag-issuer.js';
 import { ManualClock } from './support/manual-clock.js';
@@ -75,5 +77,34 @@ describe('attack-formats2: a fence and an hour that happens twice, two hours apa
       [],
       `served twice: ${repeated.join(', ')} (before the fence ${before}, after ${after})`,
     );
+  });
+
+  it('firstStartOf: the first stretch of the key (Troll two hours back), else the stretch itself', () => {
+    const first = (format: string, timeZone: string, at: string) => {
+      const parsed = parseFormat({ format, timeZone });
+      return new Date(firstStartOf(parsed, periodAt(parsed, ms(at)))).toISOString();
+    };
+    assert.equal(
+      first('{yyyy}{MM}{dd}{HH}{seq:6}', 'Antarctica/Troll', '2026-10-25T01:30:00Z'),
+      '2026-10-24T23:00:00.000Z',
+    );
+    assert.equal(
+      first('{yyyy}{MM}{dd}{HH}{seq:6}', 'Antarctica/Troll', '2026-10-25T02:30:00Z'),
+      '2026-10-25T00:00:00.000Z',
+    );
+    assert.equal(
+      first('{yyyy}{MM}{dd}{HH}{seq:6}', 'Europe/Berlin', '2026-10-25T01:30:00Z'),
+      '2026-10-25T00:00:00.000Z',
+    );
+    assert.equal(
+      first('{yyyy}{MM}{dd}{seq:6}', 'Australia/Lord_Howe', '2026-04-05T12:00:00Z'),
+      '2026-04-04T13:00:00.000Z',
+    );
+    assert.equal(
+      first('{yyyy}{MM}{dd}{HH}{seq:6}', 'UTC', '1600-01-01T00:30:00Z'),
+      '1600-01-01T00:00:00.000Z',
+    );
+    const all = parseFormat({ format: '{seq:6}', timeZone: 'UTC' });
+    assert.equal(firstStartOf(all, periodAt(all, ms('2026-01-01T00:00:00Z'))), Number.NEGATIVE_INFINITY);
   });
 });

@@ -21,11 +21,12 @@ const CREATE_ATTEMPTS = 3;
 /**
  * How far back the same period key can have happened before the stretch `periodAt` gives: where
  * the clocks go back by two hours (Antarctica/Troll, +02 to +00) the 01 hour happens at 23:00 UTC
- * and again at 01:00 UTC, one counter; 48 h covers a date line moved back a day. Probed every
- * 15 min (offsets change by 30 min or more, so a repeated stretch lasts at least that).
+ * and again at 01:00 UTC, one counter; 48 h covers a date line moved back a day. The stretches
+ * before are walked one by one (an hour format: some 48 periodAt calls, once per period).
  */
 const REPEAT_LOOKBACK_MS = 48 * 3_600_000;
-const REPEAT_PROBE_MS = 15 * 60_000;
+/** More stretches than 48 h of 30-minute ones is a bug. */
+const MAX_REPEAT_STRETCHES = 100;
 
 /**
  * The first moment whose key is `period`'s, within REPEAT_LOOKBACK_MS: the start the fence rule
@@ -34,18 +35,20 @@ const REPEAT_PROBE_MS = 15 * 60_000;
 export function firstStartOf(format: IdFormat, period: Period): number {
   if (!Number.isFinite(period.startMs)) return period.startMs;
   let first = period.startMs;
+  let t = period.startMs - 1;
   for (
-    let t = period.startMs - REPEAT_PROBE_MS;
-    t >= period.startMs - REPEAT_LOOKBACK_MS;
-    t -= REPEAT_PROBE_MS
+    let stretch = 0;
+    stretch < MAX_REPEAT_STRETCHES && t >= period.startMs - REPEAT_LOOKBACK_MS;
+    stretch++
   ) {
     let earlier: Period;
     try {
       earlier = periodAt(format, t);
     } catch {
-      break; // before the year 1600: no earlier stretch to find
+      return first; // before the year 1600: no earlier stretch to find
     }
     if (earlier.key === period.key && earlier.startMs < first) first = earlier.startMs;
+    t = earlier.startMs - 1;
   }
   return first;
 }
