@@ -19,6 +19,41 @@ import { KindChangedError, kindKey } from '../../core/tag-kind.js';
 const CREATE_ATTEMPTS = 3;
 
 /**
+ * How far back the same period key can have happened before the stretch `periodAt` gives: where
+ * the clocks go back by two hours (Antarctica/Troll, +02 to +00) the 01 hour happens at 23:00 UTC
+ * and again at 01:00 UTC, one counter; 48 h covers a date line moved back a day. The stretches
+ * before are walked one by one (an hour format: some 48 periodAt calls, once per period).
+ */
+const REPEAT_LOOKBACK_MS = 48 * 3_600_000;
+/** More stretches than 48 h of 30-minute ones is a bug. */
+const MAX_REPEAT_STRETCHES = 100;
+
+/**
+ * The first moment whose key is `period`'s, within REPEAT_LOOKBACK_MS: the start the fence rule
+ * needs (new-names.ts startsAfterFence), since a counter serves from its key's first stretch.
+ */
+export function firstStartOf(format: IdFormat, period: Period): number {
+  if (!Number.isFinite(period.startMs)) return period.startMs;
+  let first = period.startMs;
+  let t = period.startMs - 1;
+  for (
+    let stretch = 0;
+    stretch < MAX_REPEAT_STRETCHES && t >= period.startMs - REPEAT_LOOKBACK_MS;
+    stretch++
+  ) {
+    let earlier: Period;
+    try {
+      earlier = periodAt(format, t);
+    } catch {
+      return first; // before the year 1600: no earlier stretch to find
+    }
+    if (earlier.key === period.key && earlier.startMs < first) first = earlier.startMs;
+    t = earlier.startMs - 1;
+  }
+  return first;
+}
+
+/**
  * One formatted tag on this node (docs/formats.md): numbers such as `ORD-20261201-000123`. Each
  * period of the format (a day, say, in the tag's zone) is numbered from its own counter, a
  * `leaf_alloc` row named `tag` U+001F period key, taken through the allocator's buffers like any
@@ -127,7 +162,8 @@ export class FormattedTag {
         format: this.format.setting,
         // A period that starts over an hour after the database's last fence cannot have served
         // before it: its counter starts at 1, not at the floor the fence raised (new-names.ts).
-        periodStartMs: period.startMs,
+        // Its key's first stretch, not this one: a repeated hour served from the same counter.
+        periodStartMs: firstStartOf(this.format, period),
       });
     } catch (error) {
       if (!isFrondError(error, 'TAG_EXISTS')) throw error;
