@@ -19,6 +19,16 @@ import { KindChangedError, kindKey } from '../../core/tag-kind.js';
 const CREATE_ATTEMPTS = 3;
 
 /**
+ * How far back a period's key may have been shown before the stretch `periodAt` returns: a fall-back
+ * of more than an hour repeats local hours that are not adjacent (Antarctica/Troll, +02 to +00: the
+ * two 01 hours are two hours apart, 02 between them; Antarctica/Casey has gone back three hours), and
+ * periodAt's startMs is the start of the second. 4 hours covers every fall-back in the tz database.
+ */
+const REPEAT_LOOKBACK_MS = 4 * 60 * 60 * 1000;
+/** The probe step of that look-back: every stretch of a local hour lasts at least 15 minutes. */
+const REPEAT_PROBE_MS = 15 * 60 * 1000;
+
+/**
  * One formatted tag on this node (docs/formats.md): numbers such as `ORD-20261201-000123`. Each
  * period of the format (a day, say, in the tag's zone) is numbered from its own counter, a
  * `leaf_alloc` row named `tag` U+001F period key, taken through the allocator's buffers like any
@@ -127,12 +137,26 @@ export class FormattedTag {
         format: this.format.setting,
         // A period that starts over an hour after the database's last fence cannot have served
         // before it: its counter starts at 1, not at the floor the fence raised (new-names.ts).
-        periodStartMs: period.startMs,
+        periodStartMs: this.firstStartOf(period),
       });
     } catch (error) {
       if (!isFrondError(error, 'TAG_EXISTS')) throw error;
     }
     this.segment.found(name);
+  }
+
+  /**
+   * The earliest moment `period`'s key was shown (startMs, or an earlier stretch of the same key
+   * within REPEAT_LOOKBACK_MS): the fence's margin is measured from when the key could first serve.
+   */
+  private firstStartOf(period: Period): number {
+    let first = period.startMs;
+    if (!Number.isFinite(first)) return first;
+    for (let probe = period.startMs - REPEAT_LOOKBACK_MS; probe < period.startMs; probe += REPEAT_PROBE_MS) {
+      const earlier = periodAt(this.format, probe);
+      if (earlier.key === period.key && earlier.startMs < first) first = earlier.startMs;
+    }
+    return first;
   }
 
   private within(seq: SegmentId): boolean {
