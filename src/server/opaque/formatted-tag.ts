@@ -92,7 +92,7 @@ export class FormattedTag {
     // the batch would take them all, drop them and use the period up for every client.
     if (count > this.maxSeqNumber)
       throw new FrondError(
-        'INVALID_ARGUMENT',
+        'INVALID_COUNT',
         `tag ${this.tag}: count ${count} is more than the ${this.format.maxSeq} numbers a period of ${this.format.setting.format} holds`,
       );
     const seqs = await this.take(name, count, period);
