@@ -113,6 +113,13 @@ export class FormattedTag {
     const period = this.periodAt(now);
     const name = this.counter;
     if (this.exhaustedKey === period.key) throw this.exhausted(period, now);
+    // More than a whole period holds can never be served: refused before any number is taken, or
+    // the batch would take them all, drop them and use the period up for every client.
+    if (count > this.maxSeqNumber)
+      throw new FrondError(
+        'INVALID_COUNT',
+        `tag ${this.tag}: count ${count} is more than the ${this.format.maxSeq} numbers a period of ${this.format.setting.format} holds`,
+      );
     const seqs = await this.take(name, count, period);
     const last = seqs[seqs.length - 1] as SegmentId;
     // The sequence only grows within a batch: if its last fits, all do.
