@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { startFrond, tempDir } from './support/frond-process.js';
-import { freePort, GrpcTestClient } from './support/grpc-client.js';
+import { freePort, GrpcTestClient, selfSignedCertificate } from './support/grpc-client.js';
 
 /**
  * Attacks on the gRPC port's shutdown and connection limit: a client that opens a TCP connection
@@ -13,22 +12,6 @@ import { freePort, GrpcTestClient } from './support/grpc-client.js';
  * checker that only connects, or a stalled client does.
  */
 const SHUTDOWN_TIMEOUT_MS = 2_000;
-
-function selfSigned(dir: string): { cert: string; key: string } {
-  const key = join(dir, 'key.pem');
-  const cert = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      ...['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key],
-      ...['-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'],
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
 
 /** A connection that sends nothing, held open by the test (closed in `finally`). */
 function silentConnection(port: number): Promise<Socket> {
@@ -43,7 +26,9 @@ describe('attack g22: gRPC port', () => {
     it(`SIGTERM with one silent connection on --grpc-port${tls ? ' (TLS)' : ''}: the node exits within --shutdown-timeout-ms`, async () => {
       const dir = tempDir();
       const grpcPort = await freePort();
-      const tlsArgs = tls ? (({ cert, key }) => ['--tls-cert', cert, '--tls-key', key])(selfSigned(dir)) : [];
+      const tlsArgs = tls
+        ? (({ cert, key }) => ['--tls-cert', cert, '--tls-key', key])(selfSignedCertificate(dir))
+        : [];
       const node = await startFrond([
         ...['--port', '0', '--host', '127.0.0.1', '--grpc-port', String(grpcPort)],
         ...['--data-dir', join(dir, 'data'), '--shutdown-timeout-ms', String(SHUTDOWN_TIMEOUT_MS)],

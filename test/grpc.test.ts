@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type AddressInfo, createConnection, createServer } from 'node:net';
@@ -16,7 +15,7 @@ import {
   startFrond,
   tempDir,
 } from './support/frond-process.js';
-import { freePort, GrpcTestClient, grpcAddressOf } from './support/grpc-client.js';
+import { freePort, GrpcTestClient, grpcAddressOf, selfSignedCertificate } from './support/grpc-client.js';
 import { randomTag } from './support/random-tag.js';
 
 const SECRET = randomBytes(32).toString('hex');
@@ -257,18 +256,7 @@ describe('gRPC: tokens, TLS, modes and settings', () => {
 
   it('speaks TLS with --tls-cert and --tls-key; a plaintext client is refused; --no-segment is UNIMPLEMENTED (MODE_DISABLED)', async () => {
     const dir = tempDir();
-    const key = join(dir, 'key.pem');
-    const cert = join(dir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        ...['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key],
-        ...['-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
-      ],
-      { stdio: 'ignore' },
-    );
+    const { cert, key } = selfSignedCertificate(dir);
     const { node, address } = await startGrpcNode([
       '--data-dir',
       join(dir, 'data'),

@@ -1,4 +1,24 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+
 export { freePort } from './tls-databases.js';
+
+/** A self-signed P-256 certificate for 127.0.0.1 (IP SAN), for one day, written into `dir`. */
+export function selfSignedCertificate(dir: string): { cert: string; key: string } {
+  const key = join(dir, 'key.pem');
+  const cert = join(dir, 'cert.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      ...['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key],
+      ...['-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    ],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
 
 import {
   type ChannelCredentials,

@@ -2,7 +2,7 @@ import { FrondError } from '../../core/errors.js';
 import { COUNTER_SEPARATOR } from '../../core/id-format.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { IdRun, SegmentId } from '../../core/segment-buffer.js';
-import { invalidTag } from '../../core/tag.js';
+import { assertValidTag } from '../../core/tag.js';
 import type { CataloguedStore } from '../../core/tag-catalogue.js';
 import { KindChangedError } from '../../core/tag-kind.js';
 import { FormattedTag } from './formatted-tag.js';
@@ -68,8 +68,7 @@ export class TagIssuer {
 
   private async issue<T>(tag: string, take: (mode: Serving) => Promise<T>): Promise<T> {
     // A formatted tag's counter is a row of the table, but not a tag: reached through its tag only.
-    if (tag.includes(COUNTER_SEPARATOR))
-      throw invalidTag(tag, 'a tag has no control characters (U+0000 to U+001F, U+007F to U+009F)');
+    if (tag.includes(COUNTER_SEPARATOR)) assertValidTag(tag);
     const opaque = this.opaque;
     for (let attempt = 1; ; attempt++) {
       const mode: TagMode = opaque === undefined ? PLAIN : await opaque.current(tag);
