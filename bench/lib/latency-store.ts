@@ -24,6 +24,8 @@ export function withLatency(store: OpenedStore, latencyMs: number): OpenedStore 
     singleCopy: store.singleCopy,
     advance: (tag, step) => later(() => store.advance(tag, step)),
     fence: (request) => later(() => store.fence(request)),
+    handBack: (request) => later(() => store.handBack(request)),
+    recordGaps: (gaps) => later(() => store.recordGaps(gaps)),
     close: () => store.close(),
   };
 }

@@ -1,4 +1,5 @@
 import { FrondError } from './errors.js';
+import type { HandBackResult, HeldRange } from './id-gaps.js';
 import type { TagKind } from './tag-kind.js';
 
 /** The largest Java long, 2^63 - 1: max_id never passes it (Leaf's max_id is a `long`, the column a BIGINT). */
@@ -38,6 +39,14 @@ export interface SegmentStore {
    * outcome is unknown; the caller throws the range away.
    */
   advance(tag: string, step?: number): Promise<Allocation | undefined>;
+  /**
+   * A clean stop: gives `held` (ascending, what this process's buffer of the tag holds unused,
+   * whose last grant ended at `to`) back where no one was granted IDs above it since, and records
+   * the rest as gaps (`SegmentPrimitive.handBack`). Absent: the store keeps nothing back (a test's
+   * store), and the ranges are lost as on a crash. Rejects when the database did not answer: the
+   * ranges are then reported as a crash by the node's next start.
+   */
+  handBack?(tag: string, held: readonly HeldRange[], to: bigint): Promise<HandBackResult>;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import { FrondError } from './errors.js';
+import type { Gap, GapReason } from './id-gaps.js';
 import type { SegmentStore } from './segment-store.js';
 import type { FormatSetting, OpaqueSetting } from './tag-kind.js';
 
@@ -94,6 +95,20 @@ export interface TagCatalogue {
   listOpaque(): Promise<Map<string, OpaqueSetting>>;
   /** The format of every formatted tag (frond_tag_formats), without their counters' rows. */
   listFormats(): Promise<Map<string, FormatSetting>>;
+  /**
+   * The gaps recorded for `tag` (frond_gaps), by start then end, those starting after `after`
+   * (from the first when undefined), at most `limit` (all when undefined). A tag without gaps, or
+   * without a row, has none: removed tags keep theirs.
+   */
+  listGaps(tag: string, after?: bigint, limit?: number): Promise<Gap[]>;
+  /** Every gap recorded, summed by reason over all tags: ranges and IDs (reasons without gaps are absent). */
+  gapTotals(): Promise<Map<GapReason, GapTotal>>;
+}
+
+/** The gaps of one reason, summed. */
+export interface GapTotal {
+  ranges: number;
+  ids: bigint;
 }
 
 /**
@@ -109,6 +124,8 @@ export const TAG_CATALOGUE_CALLS = [
   'removeTag',
   'listOpaque',
   'listFormats',
+  'listGaps',
+  'gapTotals',
 ] as const satisfies readonly (keyof TagCatalogue)[];
 
 type Unlisted = Exclude<keyof TagCatalogue, (typeof TAG_CATALOGUE_CALLS)[number]>;
@@ -134,6 +151,9 @@ export function withCatalogue(segments: SegmentStore, catalogue: TagCatalogue): 
     ...catalogueCalls(catalogue),
     description: segments.description,
     advance: (tag, step) => segments.advance(tag, step),
+    ...(segments.handBack && {
+      handBack: segments.handBack.bind(segments),
+    }),
     close: () => segments.close(),
   };
 }

@@ -2,6 +2,7 @@
 // it and survive a failover, a restore and a split brain (docs/databases.md, "Failover, restore and
 // split brain"). The SQL is each backend's; the rules that use it are FencedStore's
 // (fencing/fenced-store.ts), the same for every backend, and what the core sees.
+import type { Gap, HandBackResult, HeldRange } from '../core/id-gaps.js';
 import type { Allocation } from '../core/segment-store.js';
 
 /**
@@ -40,7 +41,37 @@ export interface SegmentPrimitive {
    * missing (a database frond never used) it is created without raising anything.
    */
   fence(request: FenceRequest): Promise<FenceOutcome>;
+  /**
+   * A clean stop's hand-back of one tag, in one transaction holding the tag row's lock (as an
+   * advance does) and reading frond's fence row: when the fence row names this database at
+   * `epoch` (and `identity`), the row's max_id is `to` and frond_high_water's record of the tag is
+   * `to` or lower (or missing), nobody was granted IDs of the tag above `to`'s grant since: the tail
+   * of `held` that runs up to `to` without a hole (`splitHeld`) goes back (max_id and the record set
+   * to its first ID). Every other range of `held`, and all of them when any condition fails (another
+   * node or a Leaf server advanced the row, a fence raised it, the row is gone), is inserted into
+   * frond_gaps with its range's reason and `node`, in the same transaction. Never raises a floor,
+   * never lowers one below a range another process may hold.
+   */
+  handBack(request: HandBackRequest): Promise<HandBackResult>;
+  /**
+   * Inserts `gaps` into frond_gaps in one transaction; a gap already recorded (same tag, start and
+   * end) is left as it is, so a call whose outcome was unknown may be made again.
+   */
+  recordGaps(gaps: readonly Gap[]): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface HandBackRequest {
+  tag: string;
+  /** What the node holds unused, ascending: its current segment's rest, then its next segment. */
+  held: readonly HeldRange[];
+  /** The max_id of this node's last grant of the tag (the end of its next segment, or of its current one). */
+  to: bigint;
+  /** The fence epoch and database identity that grant was made under. */
+  epoch: number;
+  identity: string;
+  /** The node's name for frond_gaps (host:port). */
+  node: string;
 }
 
 /**

@@ -1,9 +1,17 @@
 import { FrondError } from '../../src/core/errors.js';
 import { parseCounterName } from '../../src/core/id-format.js';
+import {
+  type Gap,
+  type GapReason,
+  type HandBackResult,
+  type HeldRange,
+  splitHeld,
+} from '../../src/core/id-gaps.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import {
   type CataloguedStore,
   type FormatSetting,
+  type GapTotal,
   type NewTag,
   type OpaqueSetting,
   opaqueNameUsed,
@@ -15,7 +23,12 @@ import {
 import { kindOf } from '../../src/core/tag-kind.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../../src/stores/format-rules.js';
 import { NEW_NAMES, startsAfterFence } from '../../src/stores/new-names.js';
-import type { FenceOutcome, FenceRequest, SegmentPrimitive } from '../../src/stores/segment-primitive.js';
+import type {
+  FenceOutcome,
+  FenceRequest,
+  HandBackRequest,
+  SegmentPrimitive,
+} from '../../src/stores/segment-primitive.js';
 
 interface Pending {
   resolve: () => void;
@@ -117,8 +130,75 @@ export class MemoryStore implements CataloguedStore {
       return allocation && { kind: 'granted', allocation, ...this.fenceRow };
     },
     fence: (request) => this.fence(request),
+    handBack: async (request) => this.handBackTail(request),
+    recordGaps: async (gaps) => this.recordGaps(gaps),
     close: () => this.close(),
   };
+
+  /** frond_gaps, keyed by tag, start and end as the SQL stores' primary key. */
+  readonly gaps = new Map<string, Gap>();
+
+  /** As the SQL stores: the tail goes back only if the fence row and the row are where the grant left them. */
+  /** As FencedStore answers it: the primitive's hand-back under the one fence row. */
+  async handBack(tag: string, held: readonly HeldRange[], to: bigint): Promise<HandBackResult> {
+    return this.handBackTail({ tag, held, to, ...this.fenceRow, node: 'memory' });
+  }
+
+  private handBackTail(request: HandBackRequest): HandBackResult {
+    const row = this.rows.get(request.tag);
+    const recorded = this.highWater.get(request.tag);
+    const safe =
+      row !== undefined &&
+      request.epoch === this.fenceRow.epoch &&
+      request.identity === this.fenceRow.identity &&
+      row.maxId === request.to &&
+      (recorded === undefined || recorded <= request.to);
+    const { tail, rest } = safe
+      ? splitHeld(request.held, request.to)
+      : { tail: undefined, rest: request.held };
+    if (row !== undefined && tail !== undefined) {
+      row.maxId = tail.from;
+      row.updateTime = new Date();
+      if (recorded !== undefined) this.highWater.set(request.tag, tail.from);
+    }
+    const gaps = rest
+      .filter((range) => range.end > range.start)
+      .map((range) => ({
+        tag: request.tag,
+        start: range.start,
+        end: range.end,
+        reason: range.reason,
+        node: request.node,
+        at: Date.now(),
+      }));
+    this.recordGaps(gaps);
+    return { tag: request.tag, returned: tail, gaps };
+  }
+
+  private recordGaps(gaps: readonly Gap[]): void {
+    for (const gap of gaps) {
+      const key = `${gap.tag}\u0000${gap.start}\u0000${gap.end}`;
+      if (!this.gaps.has(key)) this.gaps.set(key, { ...gap });
+    }
+  }
+
+  async listGaps(tag: string, after?: bigint, limit?: number): Promise<Gap[]> {
+    const gaps = [...this.gaps.values()]
+      .filter((gap) => gap.tag === tag && (after === undefined || gap.start > after))
+      .sort((a, b) => (a.start === b.start ? (a.end < b.end ? -1 : 1) : a.start < b.start ? -1 : 1));
+    return limit === undefined ? gaps : gaps.slice(0, limit);
+  }
+
+  async gapTotals(): Promise<Map<GapReason, GapTotal>> {
+    const totals = new Map<GapReason, GapTotal>();
+    for (const gap of this.gaps.values()) {
+      const total = totals.get(gap.reason) ?? { ranges: 0, ids: 0n };
+      total.ranges++;
+      total.ids += gap.end - gap.start;
+      totals.set(gap.reason, total);
+    }
+    return totals;
+  }
 
   private async fence(request: FenceRequest): Promise<FenceOutcome> {
     if (this.fenceRow.epoch > request.observedEpoch) return { ...this.fenceRow, fenced: false, tags: 0 };

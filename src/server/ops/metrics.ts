@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../../core/errors.js';
+import type { GapReason } from '../../core/id-gaps.js';
 import type { CoreObserver } from '../../core/observer.js';
 import type { RequestObserver } from '../http/request-timing.js';
 import type { RouteLabel } from '../http/route-label.js';
@@ -212,6 +213,11 @@ export class Metrics implements RequestObserver, CoreObserver {
   segmentLoaded(_tag: string, ms: number): void {
     this.loadSeconds.observe(ms / 1000);
   }
+
+  // TODO(hand-back): the server's helper counts these.
+  idsGivenUp(_tag: string, _reason: GapReason, _count: bigint): void {}
+
+  idsHandedBack(_tag: string, _count: bigint): void {}
 
   async text(): Promise<string> {
     return this.registry.metrics();

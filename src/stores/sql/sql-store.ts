@@ -1,4 +1,6 @@
 import { describeError, FrondError, isFrondError } from '../../core/errors.js';
+import type { Gap, GapReason, HandBackResult } from '../../core/id-gaps.js';
+import type { GapTotal } from '../../core/tag-catalogue.js';
 import {
   type FormatSetting,
   type NewTag,
@@ -10,7 +12,7 @@ import {
 } from '../../core/tag-catalogue.js';
 import type { SqlValue } from '../../sql/network-sql.js';
 import { refuseFormatWithOpaque } from '../format-rules.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest, HandBackRequest } from '../segment-primitive.js';
 import type { OpenedStore, TableCheck } from '../store-backend.js';
 import {
   COLUMNS,
@@ -161,6 +163,23 @@ export class SqlStore implements OpenedStore {
 
   fence(request: FenceRequest): Promise<FenceOutcome> {
     return this.operate(FENCING, () => this.dialect.fence(request));
+  }
+
+  // TODO(hand-back): the stores' helper replaces these four.
+  async handBack(_request: HandBackRequest): Promise<HandBackResult> {
+    throw new FrondError('STORE_UNAVAILABLE', 'hand-back is not built yet');
+  }
+
+  async recordGaps(_gaps: readonly Gap[]): Promise<void> {
+    throw new FrondError('STORE_UNAVAILABLE', 'gaps are not recorded yet');
+  }
+
+  async listGaps(_tag: string, _after?: bigint, _limit?: number): Promise<Gap[]> {
+    return [];
+  }
+
+  async gapTotals(): Promise<Map<GapReason, GapTotal>> {
+    return new Map();
   }
 
   /**

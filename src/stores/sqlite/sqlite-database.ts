@@ -3,7 +3,9 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { FrondError } from '../../core/errors.js';
 import { parseCounterName } from '../../core/id-format.js';
+import type { Gap, GapReason, HandBackResult } from '../../core/id-gaps.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
+import type { GapTotal } from '../../core/tag-catalogue.js';
 import {
   type FormatSetting,
   type NewTag,
@@ -18,7 +20,7 @@ import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../format-rules.js';
 import { NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest, HandBackRequest } from '../segment-primitive.js';
 import {
   type FormatRow,
   formatMap,
@@ -492,6 +494,23 @@ export class SqliteDatabase implements SqliteCalls {
         return (this.statements.highWater.get(tag) as { max_id: bigint }).max_id;
       })
       .immediate();
+  }
+
+  // TODO(hand-back): the stores' helper replaces these four.
+  handBack(_request: HandBackRequest): HandBackResult {
+    throw new FrondError('STORE_UNAVAILABLE', 'hand-back is not built yet');
+  }
+
+  recordGaps(_gaps: readonly Gap[]): void {
+    throw new FrondError('STORE_UNAVAILABLE', 'gaps are not recorded yet');
+  }
+
+  listGaps(_tag: string, _after?: bigint, _limit?: number): Gap[] {
+    return [];
+  }
+
+  gapTotals(): Map<GapReason, GapTotal> {
+    return new Map();
   }
 
   listFormats(): Map<string, FormatSetting> {

@@ -9,7 +9,14 @@ import type { SegmentPrimitive } from '../segment-primitive.js';
  * (sqlite-worker.ts) are made from this list, so a new call is a line here (or in
  * TAG_CATALOGUE_CALLS) and its method in sqlite-database.ts.
  */
-export const SQLITE_CALLS = ['advance', 'fence', ...TAG_CATALOGUE_CALLS, 'close'] as const;
+export const SQLITE_CALLS = [
+  'advance',
+  'fence',
+  'handBack',
+  'recordGaps',
+  ...TAG_CATALOGUE_CALLS,
+  'close',
+] as const;
 
 export type SqliteMethod = (typeof SQLITE_CALLS)[number];
 
