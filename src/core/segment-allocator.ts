@@ -1,6 +1,7 @@
-import type { Clock } from './clock.js';
-import { describeError, type FrondErrorCode, isFrondError } from './errors.js';
+import { type Clock, within } from './clock.js';
+import { describeError, FrondError, type FrondErrorCode, isFrondError } from './errors.js';
 import { COUNTER_SEPARATOR, parseCounterName } from './id-format.js';
+import { type Gap, gapSize, type HeldRange } from './id-gaps.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import {
@@ -30,7 +31,38 @@ export interface SegmentAllocatorOptions extends SegmentBufferOptions {
   tagRefreshMs: number;
   /** A tag found missing is answered 404 for this long without asking the store again. */
   missingTagTtlMs: number;
+  /**
+   * Tags numbered densely (`--dense-tag`): no look-ahead (the next segment loads when the current
+   * one runs out, so a request waits for the database once per segment) and the table's step on
+   * every load. A crash then loses at most one segment of the table's step.
+   */
+  dense?: (tag: string) => boolean;
 }
+
+/** What `handBackAll` did, over every tag. */
+export interface HandBackSummary {
+  /** Tags that held IDs at the stop. */
+  tags: number;
+  /** IDs that went back to the table. */
+  handedBack: bigint;
+  /** The ranges recorded as gaps instead. */
+  gaps: Gap[];
+  /** Tags whose hand-back failed or timed out: their next start reports what they held as a crash. */
+  failed: string[];
+}
+
+export interface HandBackOptions {
+  /**
+   * Ranges the server took from the buffers and did not serve (an opaque tag's look-ahead), by the
+   * buffer's tag, given back with the buffer's own.
+   */
+  extra?: ReadonlyMap<string, readonly HeldRange[]>;
+  /** The whole hand-back's bound; a database that does not answer must not hold the stop. Default 5 s. */
+  timeoutMs?: number;
+}
+
+/** Hand-backs in flight at once: each is one transaction (two on PostgreSQL), and the pool is small. */
+const HAND_BACK_CONCURRENCY = 4;
 
 export const DEFAULT_SEGMENT_ALLOCATOR_OPTIONS: SegmentAllocatorOptions = {
   ...DEFAULT_SEGMENT_BUFFER_OPTIONS,
@@ -53,6 +85,8 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   private readonly unservable = new Set<string>();
   private cancelRefresh: (() => void) | undefined;
   private closed = false;
+  /** Set by `handBackAll`: no new buffer is made, every one is retired. */
+  private stopping = false;
   /** Whether the last call to the store (a tag-list read or a segment load) worked. */
   private reachable: boolean | undefined;
   /** Why the last call failed, while the store is unreachable. */
@@ -215,9 +249,79 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     this.cancelRefresh?.();
   }
 
+  /**
+   * A clean stop: every buffer stops serving at once (`SegmentBuffer.retire`), then each tag's
+   * unused IDs (with `extra`) go to the store's hand-back, a few tags at a time, within
+   * `timeoutMs` in all. Never rejects: a tag whose hand-back failed or did not finish in time is
+   * listed in `failed` (what it held is then a crash for the next start to report).
+   */
+  async handBackAll(options: HandBackOptions = {}): Promise<HandBackSummary> {
+    this.close();
+    this.stopping = true;
+    const deadline = this.clock.now() + (options.timeoutMs ?? 5_000);
+    const summary: HandBackSummary = { tags: 0, handedBack: 0n, gaps: [], failed: [] };
+    // Every buffer is stopped before the first hand-back waits on the store.
+    const retiring = new Map([...this.buffers].map(([tag, buffer]) => [tag, buffer.retire()]));
+    const tags = [...new Set([...retiring.keys(), ...(options.extra?.keys() ?? [])])];
+    const handBack = this.store.handBack?.bind(this.store);
+    const one = async (tag: string): Promise<void> => {
+      const retired = await retiring.get(tag);
+      const held = [...(options.extra?.get(tag) ?? []), ...(retired?.held ?? [])]
+        .filter((range) => range.end > range.start)
+        .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+      const last = held[held.length - 1];
+      // Nothing held and nothing granted: nothing to account for. Nothing held after a grant still
+      // goes to the store, which then forgets the grants it kept for a crash report.
+      if (last === undefined && retired === undefined) return;
+      if (last !== undefined) summary.tags++;
+      const remaining = deadline - this.clock.now();
+      if (handBack === undefined || remaining <= 0) {
+        if (last !== undefined) summary.failed.push(tag);
+        return;
+      }
+      const to = retired?.to ?? (last as HeldRange).end;
+      try {
+        const settled = await within(this.clock, handBack(tag, held, to), remaining);
+        if (settled === undefined)
+          throw new FrondError('STORE_UNAVAILABLE', `no answer within ${remaining} ms`);
+        const { returned, gaps } = settled.value;
+        const back = returned === undefined ? 0n : returned.to - returned.from;
+        summary.handedBack += back;
+        summary.gaps.push(...gaps);
+        if (back > 0n) this.observer.idsHandedBack(tag, back);
+        for (const gap of gaps) this.observer.idsGivenUp(tag, gap.reason, gap.end - gap.start);
+        this.logger.log('info', 'segment.handed_back', {
+          tag,
+          ...(returned === undefined ? {} : { from: returned.from.toString(), to: returned.to.toString() }),
+          gaps: gapSize(gaps).toString(),
+        });
+      } catch (error) {
+        summary.failed.push(tag);
+        this.logger.log('warn', 'segment.hand_back_failed', { tag, error: describeError(error) });
+      }
+    };
+    let next = 0;
+    const worker = async () => {
+      while (next < tags.length) await one(tags[next++] as string);
+    };
+    await Promise.all(Array.from({ length: Math.min(HAND_BACK_CONCURRENCY, tags.length) }, worker));
+    this.logger.log(summary.failed.length > 0 ? 'warn' : 'info', 'segment.hand_back_summary', {
+      tags: summary.tags,
+      handedBack: summary.handedBack.toString(),
+      gaps: gapSize(summary.gaps).toString(),
+      failed: summary.failed.length,
+    });
+    return summary;
+  }
+
   private async settle<T>(tag: string, take: (buffer: SegmentBuffer) => Promise<T>): Promise<T> {
     let buffer = this.buffers.get(tag);
     if (buffer === undefined) {
+      if (this.stopping)
+        throw new FrondError(
+          'SEGMENT_UNAVAILABLE',
+          `tag ${tag}: this node is stopping; retry on another node`,
+        );
       const missingUntil = this.missing.get(tag);
       if (missingUntil !== undefined && missingUntil > this.clock.now()) throw tagNotFound(tag);
       buffer = this.createBuffer(assertServableName(tag));
@@ -248,7 +352,13 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   }
 
   private createBuffer(tag: string): SegmentBuffer {
-    return new SegmentBuffer(tag, this.tracked, this.clock, this.options, this.logger, this.observer);
+    const dense = this.options.dense;
+    // A formatted tag's counters are numbered as their tag is.
+    const options =
+      dense !== undefined && dense(parseCounterName(tag)?.tag ?? tag)
+        ? { ...this.options, preloadBelowIdle: 0, dynamicStep: false }
+        : this.options;
+    return new SegmentBuffer(tag, this.tracked, this.clock, options, this.logger, this.observer);
   }
 
   private scheduleRefresh(): void {

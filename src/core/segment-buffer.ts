@@ -1,5 +1,6 @@
 import { type Clock, within } from './clock.js';
 import { describeError, ERROR_CODES, FrondError, isFrondError } from './errors.js';
+import type { HeldRange } from './id-gaps.js';
 import type { Logger } from './logger.js';
 import { type CoreObserver, NO_CORE_OBSERVER } from './observer.js';
 import { LEAF_STEP_RULES, nextStep, type StepRules, stepsAfterLoad } from './segment-step.js';
@@ -24,6 +25,11 @@ export interface SegmentBufferOptions {
    */
   retryDelayMs: number;
   stepRules: StepRules;
+  /**
+   * false: every load takes the table's step (a dense tag: `SegmentAllocatorOptions.dense`), where
+   * Leaf's rules grow it up to 1,000,000 with the traffic, and so what a crash can lose.
+   */
+  dynamicStep?: boolean;
 }
 
 export const DEFAULT_SEGMENT_BUFFER_OPTIONS: SegmentBufferOptions = {
@@ -44,6 +50,12 @@ export interface Range {
   start: bigint;
   max: bigint;
   step: number;
+}
+
+/** What a buffer held unused when it was retired (`SegmentBuffer.retire`), and where its last grant ended. */
+export interface RetiredBuffer {
+  held: HeldRange[];
+  to: bigint;
 }
 
 /** A run of consecutive IDs `[start, end)`, as `grant` hands them out. */
@@ -141,6 +153,8 @@ export class SegmentBuffer {
   kindKey: string | undefined;
   /** Set once a grant of another kind came: the allocator replaces the buffer, nothing loads. */
   private retiredFor: TagKind | undefined;
+  /** Set by `retire` (a clean stop): nothing is served or loaded any more. */
+  private stopped = false;
 
   constructor(
     readonly tag: string,
@@ -161,6 +175,39 @@ export class SegmentBuffer {
     }
     if (this.base !== undefined && this.bigValue < this.bigMax) return this.tryNextBig(this.base);
     return this.switchSegment() ? this.tryNext() : undefined;
+  }
+
+  /**
+   * A clean stop: the buffer serves and loads nothing from now on, and answers what it held
+   * unused, ascending (the current segment's rest, then the loaded next one), with the end of the
+   * last range it was granted (`to`); undefined if it was never granted one. A load in flight is
+   * awaited first, so what it brings is held too. The rest is read and emptied in one synchronous
+   * step, so no ID is both handed out and held; `tryNext` pays nothing for this (its fast path
+   * finds the segment used up). Calls that wait for an ID then get SEGMENT_UNAVAILABLE.
+   */
+  async retire(): Promise<RetiredBuffer | undefined> {
+    this.stopped = true;
+    this.preloadAfter = Number.POSITIVE_INFINITY;
+    // No new load starts once stopped (startLoad, grant), so one await settles the last one; the
+    // bound is a guard.
+    for (let round = 0; round < 4 && this.loading !== undefined; round++) await this.loading;
+    const held: HeldRange[] = [];
+    const base = this.base ?? 0n;
+    const at = this.at;
+    const end = this.end;
+    if (at < end)
+      held.push({ start: base + BigInt(at), end: base + BigInt(end), reason: 'unsafe_hand_back' });
+    const next = this.nextRange;
+    if (next !== undefined) held.push({ start: next.start, end: next.max, reason: 'unsafe_hand_back' });
+    if (this.base === undefined) this.value = this.max;
+    else this.bigValue = this.bigMax;
+    this.nextRange = undefined;
+    return this.highest === MIN_SEGMENT_ID ? undefined : { held, to: this.highest };
+  }
+
+  /** Whether `retire` stopped this buffer. */
+  get stopping(): boolean {
+    return this.stopped;
   }
 
   /** The current segment's next ID when it lies beyond ±(2^53 − 1). */
@@ -237,6 +284,7 @@ export class SegmentBuffer {
     // Each round waits for one load, or ends with the one direct advance; the bound is a guard.
     for (let round = 0; ; round++) {
       this.expectKind(key);
+      if (this.stopped) throw this.unavailable();
       // More than a segment holds: no load starts on the way, so the advance below can follow.
       if (this.kindKey !== undefined)
         left -= this.takeRuns(runs, left, !(this.loads > 0 && left > this.step));
@@ -410,7 +458,13 @@ export class SegmentBuffer {
   }
 
   private startLoad(): void {
-    if (this.loading !== undefined || this.nextRange !== undefined || this.retiredFor !== undefined) return;
+    if (
+      this.loading !== undefined ||
+      this.nextRange !== undefined ||
+      this.retiredFor !== undefined ||
+      this.stopped
+    )
+      return;
     if (this.failure !== undefined && this.clock.now() - this.failure.at < this.options.retryDelayMs) return;
     this.preloadAfter = Number.POSITIVE_INFINITY;
     this.loading = this.load()
@@ -520,7 +574,7 @@ export class SegmentBuffer {
     const startedAt = this.clock.now();
     // Loads 1 and 2 use the table's step; from the third on, the step follows the traffic.
     const requested =
-      this.loads < 2
+      this.loads < 2 || this.options.dynamicStep === false
         ? undefined
         : nextStep(this.step, startedAt - this.lastLoadAt, this.minStep, this.options.stepRules);
     let allocation: Allocation;
@@ -650,6 +704,11 @@ export class SegmentBuffer {
   }
 
   private unavailable(): FrondError {
+    if (this.stopped)
+      return new FrondError(
+        'SEGMENT_UNAVAILABLE',
+        `tag ${this.tag}: this node is stopping; retry on another node`,
+      );
     const failure = this.failure;
     if (failure === undefined) {
       return new FrondError('SEGMENT_UNAVAILABLE', `no IDs buffered for tag ${this.tag}; retry`);

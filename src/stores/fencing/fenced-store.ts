@@ -1,7 +1,9 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { FrondError } from '../../core/errors.js';
+import { describeError, FrondError } from '../../core/errors.js';
+import { type Gap, gapSize, type HandBackResult, type HeldRange, splitHeld } from '../../core/id-gaps.js';
 import { type Logger, silentLogger } from '../../core/logger.js';
+import type { CoreObserver } from '../../core/observer.js';
 import type { Allocation, SegmentStore } from '../../core/segment-store.js';
 import { kindKey, kindName, PLAIN_KIND, type TagKind } from '../../core/tag-kind.js';
 import type { FencedAdvance, SegmentPrimitive } from '../segment-primitive.js';
@@ -12,6 +14,10 @@ export interface FencedStoreOptions {
   /** IDs a fence adds to every tag (`--fence-skip`). */
   fenceSkip: number;
   logger?: Logger;
+  /** This node's name in frond_gaps (host:port). */
+  node?: string;
+  /** Told of the crash gaps this process reports at its start. */
+  observer?: Pick<CoreObserver, 'idsGivenUp'>;
 }
 
 /** A fence and the advance after it are tried this often before the load is given up (503). */
@@ -53,6 +59,14 @@ export class FencedStore implements SegmentStore {
    * make the other look like a database that went back (and fence every tag for nothing).
    */
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly node: string;
+  private readonly observer: Pick<CoreObserver, 'idsGivenUp'> | undefined;
+  /**
+   * What the data dir says this process held when it last stopped without accounting for it (a
+   * crash): reported as `crash` gaps once the database answers (`reportCrash`), then released.
+   */
+  private crashHeld: Map<string, { start: bigint; end: bigint }[]>;
+  private crashReport: Promise<void> | undefined;
 
   constructor(
     private readonly primitive: SegmentPrimitive,
@@ -61,14 +75,18 @@ export class FencedStore implements SegmentStore {
     this.description = primitive.description;
     this.logger = options.logger ?? silentLogger;
     this.skip = BigInt(options.fenceSkip);
+    this.node = options.node ?? 'unknown';
+    this.observer = options.observer;
     const scope = scopeOf(primitive.description);
     this.highWater = new HighWaterFile(options.dataDir, scope, {
       // Records an older version kept under another spelling of the same SQLite file.
       ...(scope.startsWith('sqlite:') && { alsoTagsOf: (other: string) => other.startsWith('sqlite:') }),
     });
+    this.crashHeld = new Map([...this.highWater.state.held].map(([tag, grants]) => [tag, [...grants]]));
   }
 
   advance(tag: string, step?: number): Promise<Allocation | undefined> {
+    if (this.crashHeld.size > 0) void this.reportCrash();
     const before = this.inFlight.get(tag);
     const run = (before === undefined ? Promise.resolve() : before.catch(() => {})).then(() =>
       this.advanceInTurn(tag, step),
@@ -146,7 +164,7 @@ export class FencedStore implements SegmentStore {
       const recorded = this.highWater.state.kinds.get(tag);
       if (recorded !== undefined && recorded !== kindKey(allocation.kind))
         throw kindChangedByHand(tag, recorded, allocation);
-      await this.record(tag, allocation.maxId, epoch, identity, kindKey(allocation.kind));
+      await this.record(tag, allocation, epoch, identity);
       return allocation;
     }
     throw new FrondError(
@@ -161,6 +179,82 @@ export class FencedStore implements SegmentStore {
    */
   hasServed(tag: string): boolean {
     return this.highWater.state.tags.has(tag);
+  }
+
+  /**
+   * A clean stop's hand-back of `tag` (SegmentStore.handBack): `held` is what this process's buffer
+   * of the tag held unused when it stopped serving it, its last grant ending at `to`. After any
+   * advance of the tag in flight and any fence settle: the data dir's record goes down to the
+   * tail's first ID first (harmless if the database then refuses: nothing at or above it was
+   * issued from this process), then the database decides in one transaction whether the tail goes
+   * back (the primitive, under the epoch and identity this process was last granted with), and the
+   * grants are released from the crash record once the outcome is known. Rejects when the database
+   * does not answer: the grants stay held, and the next start reports them as a crash.
+   */
+  async handBack(tag: string, held: readonly HeldRange[], to: bigint): Promise<HandBackResult> {
+    await this.inFlight.get(tag)?.catch(() => undefined);
+    if (this.fencing !== undefined) await this.fencing.catch(() => undefined);
+    if (this.crashHeld.size > 0) await this.reportCrash();
+    if (held.every((range) => range.end <= range.start)) {
+      await this.highWater.release(tag, to);
+      return { tag, returned: undefined, gaps: [] };
+    }
+    const { epoch, identity } = this.highWater.state;
+    const tail = splitHeld(held, to).tail;
+    if (tail !== undefined && identity !== undefined) await this.highWater.lower(tag, tail.from, to);
+    const result = await this.primitive.handBack({
+      tag,
+      held,
+      to,
+      epoch,
+      // No identity seen: no grant this process could vouch for, so the store records gaps.
+      identity: identity ?? '',
+      node: this.node,
+    });
+    await this.highWater.release(tag, to).catch((error: unknown) => {
+      // Only the crash report is wrong then: the next start lists these ranges as a crash.
+      this.logger.log('warn', 'segment.release_unrecorded', { tag, error: describeError(error) });
+    });
+    return result;
+  }
+
+  /**
+   * Records what this process held when it last died as `crash` gaps, once: started by the first
+   * advance after the open (and by a hand-back), tried again by a later one if the database did
+   * not answer. An upper bound: the grants' IDs that were served before the crash are in it too.
+   * Never rejects.
+   */
+  private reportCrash(): Promise<void> {
+    this.crashReport ??= (async () => {
+      const gaps: Gap[] = [];
+      for (const [tag, grants] of this.crashHeld)
+        for (const grant of grants)
+          gaps.push({ tag, start: grant.start, end: grant.end, reason: 'crash', node: this.node, at: 0 });
+      try {
+        await this.primitive.recordGaps(gaps);
+      } catch (error) {
+        this.logger.log('warn', 'segment.crash_gaps_unrecorded', {
+          tags: this.crashHeld.size,
+          error: describeError(error),
+        });
+        return;
+      }
+      const reported = this.crashHeld;
+      this.crashHeld = new Map();
+      this.logger.log('warn', 'segment.crash_gaps', {
+        tags: reported.size,
+        ids: gapSize(gaps).toString(),
+        node: this.node,
+      });
+      for (const [tag, grants] of reported) {
+        this.observer?.idsGivenUp(tag, 'crash', gapSize(grants));
+        const last = grants[grants.length - 1];
+        if (last !== undefined) await this.highWater.release(tag, last.end).catch(() => undefined);
+      }
+    })().finally(() => {
+      this.crashReport = undefined;
+    });
+    return this.crashReport;
   }
 
   close(): Promise<void> {
@@ -203,15 +297,17 @@ export class FencedStore implements SegmentStore {
     return this.fencing;
   }
 
-  private async record(
-    tag: string,
-    maxId: bigint,
-    epoch: number,
-    identity: string,
-    kind?: string,
-  ): Promise<void> {
+  private async record(tag: string, allocation: Allocation, epoch: number, identity: string): Promise<void> {
+    const { maxId, step } = allocation;
     try {
-      await this.highWater.record(tag, maxId, epoch, identity, kind);
+      await this.highWater.record(
+        tag,
+        maxId,
+        epoch,
+        identity,
+        kindKey(allocation.kind),
+        maxId - BigInt(step),
+      );
     } catch (error) {
       throw new FrondError(
         'STORE_UNAVAILABLE',

@@ -18,7 +18,27 @@ export interface HighWater {
    * frond's tables were changed by hand (FencedStore refuses it). Absent for records of older versions.
    */
   kinds: Map<string, string>;
+  /**
+   * Per tag, the last grants (at most `HELD_GRANTS`, `[start, end)`, ascending) this process was
+   * given and has not accounted for since: a clean stop hands them back or records them as gaps,
+   * then releases them. Whatever is still here at the next open was held when the process died
+   * (SIGKILL, a crash, a database that did not answer at the stop): `crash` gaps. This process's
+   * own record only; another process of the node reports its own.
+   */
+  held: Map<string, HeldGrant[]>;
 }
+
+/** One grant `[start, end)` a process held (`HighWater.held`). */
+export interface HeldGrant {
+  start: bigint;
+  end: bigint;
+}
+
+/**
+ * Grants kept per tag for the crash report: what a buffer holds is its current segment and the next
+ * (two grants); an older one was used up before the next after it was loaded.
+ */
+const HELD_GRANTS = 2;
 
 interface FileShape {
   version: 1;
@@ -30,6 +50,8 @@ interface StoreShape {
   identity?: string;
   tags: Record<string, string>;
   kinds?: Record<string, string>;
+  /** `HighWater.held`, each grant as `"start:end"`. */
+  held?: Record<string, string[]>;
 }
 
 export const HIGH_WATER_FILE = 'segment-high-water.json';
@@ -43,7 +65,15 @@ const COMPACT_AFTER_LINES = 4_096;
  */
 const WORKER_DIR = /^worker-[0-9]+$/;
 
-/** One change: a store's epoch (and identity) seen, and a tag's max_id when a segment was granted. */
+/**
+ * One change: a store's epoch (and identity) seen, and a tag's max_id when a segment was granted
+ * (with `start`, the grant's first ID, it is also held: `HighWater.held`). A hand-back writes
+ * `set` with `was`: the tag's record goes down to `set` if it is `was` (the max_id of this
+ * process's last grant, whose unused tail went back), so its next grant, starting at `set`, is no
+ * sign of a database that went back. `release`: the tag's held grants ending at or below it are
+ * accounted for (handed back, or recorded as gaps). A version without these fields ignores them:
+ * the record stays higher, which costs a fence, never an ID twice.
+ */
 interface JournalLine {
   store: string;
   epoch: number;
@@ -51,6 +81,10 @@ interface JournalLine {
   tag?: string;
   max?: string;
   kind?: string;
+  start?: string;
+  set?: string;
+  was?: string;
+  release?: string;
 }
 
 /**
@@ -205,6 +239,7 @@ export class HighWaterFile {
       identity: stored.identity,
       tags: new Map(Object.entries(stored.tags).map(([tag, max]) => [tag, BigInt(max)])),
       kinds: new Map(Object.entries(stored.kinds ?? {})),
+      held: heldOf(this.file.stores[scope]),
     };
   }
 
@@ -219,12 +254,50 @@ export class HighWaterFile {
     epoch: number,
     identity: string | undefined,
     kind?: string,
+    /** The grant's first ID: the grant is held until it is released (`HighWater.held`). */
+    start?: bigint,
   ): Promise<void> {
     const known = this.mine.tags.get(tag);
     if (known === undefined || maxId > known) this.mine.tags.set(tag, maxId);
     if (kind !== undefined) this.mine.kinds.set(tag, kind);
     this.seen(epoch, identity);
-    return this.persist(tag);
+    if (start === undefined) return this.persist(tag);
+    addHeldGrant(this.mine.held, tag, { start, end: maxId });
+    return this.persist(tag, { start: start.toString() });
+  }
+
+  /**
+   * A clean stop gives back `[to', was)` of `tag`: the record goes down to `to` if it is `was`
+   * (this process's own last grant), and resolves once that is on disk. Safe before the database
+   * took the range back, or if it never does: the process serves nothing of the tag any more, so
+   * no ID at or above `to` was issued from this record's grants after it.
+   */
+  lower(tag: string, to: bigint, was: bigint): Promise<void> {
+    if (this.mine.tags.get(tag) !== was || to >= was) return Promise.resolve();
+    this.mine.tags.set(tag, to);
+    return this.append(tag, { set: to.toString(), was: was.toString() });
+  }
+
+  /** The grants of `tag` held up to `upTo` are accounted for; resolves once that is on disk. */
+  release(tag: string, upTo: bigint): Promise<void> {
+    const held = this.mine.held.get(tag);
+    if (held === undefined) return Promise.resolve();
+    const kept = held.filter((grant) => grant.end > upTo);
+    if (kept.length === 0) this.mine.held.delete(tag);
+    else this.mine.held.set(tag, kept);
+    return this.append(tag, { release: upTo.toString() });
+  }
+
+  /** One line about `tag` beside the epoch, without its max_id (see JournalLine). */
+  private append(tag: string, fields: Pick<JournalLine, 'set' | 'was' | 'release'>): Promise<void> {
+    const line: JournalLine = {
+      store: this.scope,
+      epoch: this.mine.epoch,
+      ...(this.mine.identity === undefined ? {} : { identity: this.mine.identity }),
+      tag,
+      ...fields,
+    };
+    return this.enqueue(JSON.stringify(line));
   }
 
   /** Remembers a newer epoch (and the database it was on); an older one changes nothing. */
@@ -236,7 +309,7 @@ export class HighWaterFile {
   }
 
   /** Puts what is remembered of this store (and of `tag`) on disk. */
-  persist(tag?: string): Promise<void> {
+  persist(tag?: string, fields?: Pick<JournalLine, 'start'>): Promise<void> {
     const line: JournalLine = {
       store: this.scope,
       epoch: this.mine.epoch,
@@ -246,7 +319,12 @@ export class HighWaterFile {
     if (tag !== undefined && max !== undefined) Object.assign(line, { tag, max: max.toString() });
     const kind = tag === undefined ? undefined : this.mine.kinds.get(tag);
     if (kind !== undefined) line.kind = kind;
-    this.pending.push(JSON.stringify(line));
+    if (fields !== undefined) Object.assign(line, fields);
+    return this.enqueue(JSON.stringify(line));
+  }
+
+  private enqueue(text: string): Promise<void> {
+    this.pending.push(text);
     // A write that has not started yet will include this change.
     if (this.queued !== undefined) return this.queued;
     const run = this.chain.then(() => {
@@ -441,6 +519,26 @@ function apply(file: FileShape, line: JournalLine): void {
 function apply1(store: StoreShape, line: JournalLine): void {
   raiseEpoch(store, line.epoch, line.identity);
   if (line.tag !== undefined && line.max !== undefined) raiseTag(store, line.tag, line.max);
+  if (line.tag !== undefined && line.max !== undefined && line.start !== undefined) {
+    store.held ??= {};
+    const held = heldOf({ epoch: 0, tags: {}, held: { [line.tag]: store.held[line.tag] ?? [] } });
+    addHeldGrant(held, line.tag, { start: BigInt(line.start), end: BigInt(line.max) });
+    store.held[line.tag] = (held.get(line.tag) ?? []).map((grant) => `${grant.start}:${grant.end}`);
+  }
+  // In order: a lower applies to the record as the lines before it left it.
+  if (
+    line.tag !== undefined &&
+    line.set !== undefined &&
+    line.was !== undefined &&
+    store.tags[line.tag] === line.was
+  )
+    store.tags[line.tag] = line.set;
+  if (line.tag !== undefined && line.release !== undefined && store.held?.[line.tag] !== undefined) {
+    const upTo = BigInt(line.release);
+    const kept = store.held[line.tag]?.filter((text) => BigInt(text.split(':')[1] ?? '0') > upTo) ?? [];
+    if (kept.length === 0) delete store.held[line.tag];
+    else store.held[line.tag] = kept;
+  }
   // The journal is in order: a later line's kind is the newer one.
   if (line.tag !== undefined && typeof line.kind === 'string') {
     store.kinds ??= {};
@@ -462,6 +560,30 @@ function raiseTag(store: StoreShape, tag: string, max: string): void {
 }
 
 const INTEGER = /^-?[0-9]+$/;
+const HELD_TEXT = /^(-?[0-9]+):(-?[0-9]+)$/;
+
+/** A store's held grants as `HighWater.held` (entries that do not parse are left out). */
+function heldOf(store: StoreShape | undefined): Map<string, HeldGrant[]> {
+  const held = new Map<string, HeldGrant[]>();
+  for (const [tag, texts] of Object.entries(store?.held ?? {})) {
+    if (!Array.isArray(texts)) continue;
+    const grants: HeldGrant[] = [];
+    for (const text of texts) {
+      const match = typeof text === 'string' ? HELD_TEXT.exec(text) : null;
+      if (match !== null) grants.push({ start: BigInt(match[1] as string), end: BigInt(match[2] as string) });
+    }
+    if (grants.length > 0) held.set(tag, grants);
+  }
+  return held;
+}
+
+/** Adds a grant to a tag's held ones (a replayed line changes nothing), keeping the last HELD_GRANTS. */
+function addHeldGrant(held: Map<string, HeldGrant[]>, tag: string, grant: HeldGrant): void {
+  const grants = (held.get(tag) ?? []).filter((known) => known.start !== grant.start);
+  grants.push(grant);
+  grants.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  held.set(tag, grants.slice(-HELD_GRANTS));
+}
 
 /** A whole journal line, or undefined. */
 function parseLine(text: string): JournalLine | undefined {
@@ -469,7 +591,10 @@ function parseLine(text: string): JournalLine | undefined {
     const line = JSON.parse(text) as JournalLine;
     if (typeof line !== 'object' || line === null) return undefined;
     if (typeof line.store !== 'string' || typeof line.epoch !== 'number') return undefined;
-    if (line.max !== undefined && (typeof line.max !== 'string' || !INTEGER.test(line.max))) return undefined;
+    for (const field of ['max', 'start', 'set', 'was', 'release'] as const) {
+      const value = line[field];
+      if (value !== undefined && (typeof value !== 'string' || !INTEGER.test(value))) return undefined;
+    }
     return line;
   } catch {
     return undefined;
