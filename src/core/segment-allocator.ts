@@ -352,12 +352,10 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
   }
 
   private createBuffer(tag: string): SegmentBuffer {
-    const dense = this.options.dense;
     // A formatted tag's counters are numbered as their tag is.
-    const options =
-      dense !== undefined && dense(parseCounterName(tag)?.tag ?? tag)
-        ? { ...this.options, preloadBelowIdle: 0, dynamicStep: false }
-        : this.options;
+    const options = this.options.dense?.(parseCounterName(tag)?.tag ?? tag)
+      ? { ...this.options, preloadBelowIdle: 0, dynamicStep: false }
+      : this.options;
     return new SegmentBuffer(tag, this.tracked, this.clock, options, this.logger, this.observer);
   }
 
