@@ -147,4 +147,49 @@ describe('FencedStore.handBack', () => {
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(await store.listGaps('c'), []);
   });
+
+  it('a --workers node whose processes hand back one after another does not fence at its next start', async () => {
+    const node = dataDir();
+    const store = new MemoryStore();
+    await store.addTag({ tag: 'w', step: 10, start: 1n });
+    const open = (i: number, logger?: Logger) =>
+      new FencedStore(store.primitive, {
+        dataDir: join(node, `worker-${i}`),
+        fenceSkip: SKIP,
+        ...(logger && { logger }),
+      });
+    const a = open(0);
+    const b = open(1);
+    await a.advance('w'); // [1,11): 1..4 served
+    await b.advance('w'); // [11,21): nothing served
+    // b stops first: its whole segment goes back, and then a's tail ends where the table is.
+    assert.deepEqual(
+      (await b.handBack('w', [{ start: 11n, end: 21n, reason: 'unsafe_hand_back' }], 21n)).returned,
+      {
+        from: 11n,
+        to: 21n,
+      },
+    );
+    assert.deepEqual(
+      (await a.handBack('w', [{ start: 5n, end: 11n, reason: 'unsafe_hand_back' }], 11n)).returned,
+      {
+        from: 5n,
+        to: 11n,
+      },
+    );
+    assert.equal(store.rows.get('w')?.maxId, 5n);
+    const logger = recording();
+    const again = [open(0, logger), open(1, logger)];
+    assert.equal((await again[0]?.advance('w'))?.maxId, 15n);
+    assert.equal((await again[1]?.advance('w'))?.maxId, 25n);
+    assert.ok(!logger.events.includes('segment.fence_needed'), 'no fence after the cascade');
+    // And the record still covers what was served: a restore to before the grants fences.
+    const row = store.rows.get('w');
+    assert.ok(row);
+    row.maxId = 1n;
+    const restored = open(0, logger);
+    const after = await restored.advance('w');
+    assert.ok(logger.events.includes('segment.fence_needed'));
+    assert.ok(after && after.maxId - BigInt(after.step) >= 25n);
+  });
 });

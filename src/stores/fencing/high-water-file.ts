@@ -50,7 +50,10 @@ interface StoreShape {
   identity?: string;
   tags: Record<string, string>;
   kinds?: Record<string, string>;
-  /** `HighWater.held`, each grant as `"start:end"`. */
+  /**
+   * `HighWater.held`, each grant as `"start:end:prev"`: `prev` is this process's own record before
+   * the grant (the end of its grant before), which a hand-back of the whole grant goes down to.
+   */
   held?: Record<string, string[]>;
 }
 
@@ -274,8 +277,30 @@ export class HighWaterFile {
    */
   lower(tag: string, to: bigint, was: bigint): Promise<void> {
     if (this.mine.tags.get(tag) !== was || to >= was) return Promise.resolve();
-    this.mine.tags.set(tag, to);
-    return this.append(tag, { set: to.toString(), was: was.toString() });
+    const bound = this.issuedBelow(tag, to);
+    this.mine.tags.set(tag, bound);
+    return this.append(tag, { set: bound.toString(), was: was.toString() });
+  }
+
+  /**
+   * How high this process may have issued IDs of `tag` once everything from `from` up went back:
+   * `from` itself where a grant runs across it, else the end of its last grant below it. A record
+   * left at `from` when the whole of its last grants went back says more than it served: the
+   * processes of a `--workers` node hand back one after another (one's tail ends where another's
+   * starts, so the second goes back too), and the next start, folding every process's record,
+   * found the first one's at the second one's `from` and fenced every tag for a database that
+   * never went back. Grants this process did not keep (older than the held ones) are unknown:
+   * `from` then, which is safe.
+   */
+  private issuedBelow(tag: string, from: bigint): bigint {
+    const texts = this.file.stores[this.scope]?.held?.[tag] ?? [];
+    const grants = texts.map(parseHeld).filter((grant) => grant !== undefined);
+    for (let i = grants.length - 1; i >= 0; i--) {
+      const grant = grants[i] as ParsedHeld;
+      if (grant.start < from) return grant.end < from ? grant.end : from;
+    }
+    const prev = grants[0]?.prev;
+    return prev !== undefined && prev < from ? prev : from;
   }
 
   /** The grants of `tag` held up to `upTo` are accounted for; resolves once that is on disk. */
@@ -518,12 +543,21 @@ function apply(file: FileShape, line: JournalLine): void {
 
 function apply1(store: StoreShape, line: JournalLine): void {
   raiseEpoch(store, line.epoch, line.identity);
+  const before = line.tag === undefined ? undefined : store.tags[line.tag];
   if (line.tag !== undefined && line.max !== undefined) raiseTag(store, line.tag, line.max);
   if (line.tag !== undefined && line.max !== undefined && line.start !== undefined) {
     store.held ??= {};
-    const held = heldOf({ epoch: 0, tags: {}, held: { [line.tag]: store.held[line.tag] ?? [] } });
-    addHeldGrant(held, line.tag, { start: BigInt(line.start), end: BigInt(line.max) });
-    store.held[line.tag] = (held.get(line.tag) ?? []).map((grant) => `${grant.start}:${grant.end}`);
+    const start = BigInt(line.start);
+    // A line replayed twice is the same grant: its `prev` stays the one written first.
+    const kept = (store.held[line.tag] ?? []).filter((text) => parseHeld(text)?.start !== start);
+    // No record before: this process had issued nothing of the tag, below this grant or anywhere.
+    const prev = before ?? NOTHING_ISSUED;
+    const entry = `${line.start}:${line.max}${BigInt(prev) > start ? '' : `:${prev}`}`;
+    const grants = [...kept, entry]
+      .map((text) => ({ text, grant: parseHeld(text) }))
+      .filter((item) => item.grant !== undefined)
+      .sort((a, b) => ((a.grant as ParsedHeld).start < (b.grant as ParsedHeld).start ? -1 : 1));
+    store.held[line.tag] = grants.slice(-HELD_GRANTS).map((item) => item.text);
   }
   // In order: a lower applies to the record as the lines before it left it.
   if (
@@ -560,7 +594,24 @@ function raiseTag(store: StoreShape, tag: string, max: string): void {
 }
 
 const INTEGER = /^-?[0-9]+$/;
-const HELD_TEXT = /^(-?[0-9]+):(-?[0-9]+)$/;
+/** A record below every ID (-2^63): the process issued none of the tag. */
+const NOTHING_ISSUED = (-(2n ** 63n)).toString();
+const HELD_TEXT = /^(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?$/;
+
+interface ParsedHeld extends HeldGrant {
+  /** The process's own record before the grant, when known. */
+  prev: bigint | undefined;
+}
+
+function parseHeld(text: unknown): ParsedHeld | undefined {
+  const match = typeof text === 'string' ? HELD_TEXT.exec(text) : null;
+  if (match === null) return undefined;
+  return {
+    start: BigInt(match[1] as string),
+    end: BigInt(match[2] as string),
+    prev: match[3] === undefined ? undefined : BigInt(match[3]),
+  };
+}
 
 /** A store's held grants as `HighWater.held` (entries that do not parse are left out). */
 function heldOf(store: StoreShape | undefined): Map<string, HeldGrant[]> {
@@ -569,8 +620,8 @@ function heldOf(store: StoreShape | undefined): Map<string, HeldGrant[]> {
     if (!Array.isArray(texts)) continue;
     const grants: HeldGrant[] = [];
     for (const text of texts) {
-      const match = typeof text === 'string' ? HELD_TEXT.exec(text) : null;
-      if (match !== null) grants.push({ start: BigInt(match[1] as string), end: BigInt(match[2] as string) });
+      const grant = parseHeld(text);
+      if (grant !== undefined) grants.push({ start: grant.start, end: grant.end });
     }
     if (grants.length > 0) held.set(tag, grants);
   }
