@@ -127,8 +127,8 @@ for (const dialect of DIALECTS) {
       // account without a privilege on the database for a table that is missing or not granted.
       const tables =
         dialect === 'postgres'
-          ? /has no frond_fence, frond_high_water, frond_tag_options and frond_tag_formats and the account \S+ may not create them \(permission denied for schema public\)/
-          : /the account \S+ cannot see frond_fence, frond_high_water, frond_tag_options and frond_tag_formats \(missing, or no privilege on them\)/;
+          ? /has no frond_fence, frond_high_water, frond_tag_options, frond_tag_formats and frond_gaps and the account \S+ may not create them \(permission denied for schema public\)/
+          : /the account \S+ cannot see frond_fence, frond_high_water, frond_tag_options, frond_tag_formats and frond_gaps \(missing, or no privilege on them\)/;
       const command = new RegExp(
         `serves no segment without them .*'frond db init --print --grant-to ${account.grantee} --store ${dialect}://${account.name}@127\\.0\\.0\\.1:\\d+/${db.name}'$`,
       );
@@ -173,6 +173,7 @@ for (const dialect of DIALECTS) {
       // The DDL makes the worker-ID lease table too (for --worker-lease-store store).
       assert.deepEqual(await frondTables(db), [
         'frond_fence',
+        'frond_gaps',
         'frond_high_water',
         'frond_tag_formats',
         'frond_tag_options',

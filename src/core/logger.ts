@@ -62,6 +62,7 @@ export type LogEvent =
   | 'segment.release_unrecorded'
   | 'segment.crash_gaps'
   | 'segment.crash_gaps_unrecorded'
+  | 'segment.fence_gap_unrecorded'
   | 'store.back'
   | 'store.lost'
   | 'store.unchecked'
