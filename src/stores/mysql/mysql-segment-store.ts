@@ -86,13 +86,15 @@ const NOW_MS = 'SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED) AS m
 const GAPS_PER_INSERT = 500;
 
 /**
- * Gaps inserted, one already recorded left as it is. Not INSERT IGNORE: that also turns a value
- * too long for its column into a warning and writes it cut.
+ * Gaps inserted. Not INSERT IGNORE, which also turns a value too long for its column into a warning
+ * and writes it cut, nor ON DUPLICATE KEY UPDATE, which needs UPDATE on frond_gaps: a duplicate
+ * fails the statement alone (InnoDB rolls back the statement, not the transaction), and
+ * insertGapsIn then inserts the rows one by one, leaving those already recorded.
  */
 const insertGaps = (rows: number) =>
   `INSERT INTO frond_gaps (tag, start_id, end_id, reason, node, created_at) VALUES ${Array<string>(rows)
     .fill(`(?, ${INT}, ${INT}, ?, ?, ${INT})`)
-    .join(', ')} ON DUPLICATE KEY UPDATE tag = tag`;
+    .join(', ')}`;
 
 /**
  * `column` holds the tag `?` spelled exactly (two parameters, both the tag). MySQL's and MariaDB's
@@ -493,11 +495,11 @@ class MysqlDialect implements SqlDialect {
   }
 
   /**
-   * One transaction, every read that decides a locking read (REPEATABLE READ: a plain SELECT reads
-   * the transaction's first snapshot, a locking one the newest row): the fence row shared (a fence
+   * One transaction, every read that decides current (REPEATABLE READ: a plain SELECT reads the
+   * transaction's first snapshot, a locking one the newest row): the fence row shared (a fence
    * waits), the tag's row locked as an advance locks it (LOCK_ROW: advances of other nodes wait),
-   * the record locked (it is written), the gaps near the range shared; the decision is
-   * planHandBack's. A deadlock rolls it all back and it is tried again.
+   * the record locked (it is written), then the gaps near the range by the first plain read; the
+   * decision is planHandBack's. A deadlock rolls it all back and it is tried again.
    */
   handBack(request: HandBackRequest): Promise<HandBackResult> {
     const { tag } = request;
@@ -514,8 +516,11 @@ class MysqlDialect implements SqlDialect {
           tag,
         ]);
         const recorded = (records as { max_id: string | number }[])[0];
+        // A plain read, yet current: every read before it was a locking read, so this first
+        // consistent read makes the transaction's snapshot now, with the row already locked. (A
+        // locking read of frond_gaps would need UPDATE or DELETE on it on MySQL 8.0.22 and later.)
         const [near] = await sql(
-          `SELECT start_id, end_id FROM frond_gaps WHERE tag = ? AND start_id < ${INT} AND end_id > ${INT} LOCK IN SHARE MODE`,
+          `SELECT start_id, end_id FROM frond_gaps WHERE tag = ? AND start_id < ${INT} AND end_id > ${INT}`,
           [tag, request.to.toString(), lowestHeld(request).toString()],
         );
         const plan = planHandBack(request, {
@@ -752,21 +757,33 @@ class MysqlDialect implements SqlDialect {
  */
 const TAGS_LOCK = 'frond_tags';
 
-/** `gaps` inserted in the caller's transaction, GAPS_PER_INSERT rows a statement. */
+/**
+ * `gaps` inserted in the caller's transaction, GAPS_PER_INSERT rows a statement; a statement that
+ * meets a gap already recorded is made again row by row, each duplicate left as it is.
+ */
 async function insertGapsIn(sql: Sql, gaps: readonly Gap[]): Promise<void> {
+  const valuesOf = (gap: Gap) => [
+    gap.tag,
+    gap.start.toString(),
+    gap.end.toString(),
+    gap.reason,
+    gap.node,
+    String(Math.round(gap.at)),
+  ];
   for (let i = 0; i < gaps.length; i += GAPS_PER_INSERT) {
     const chunk = gaps.slice(i, i + GAPS_PER_INSERT);
-    await sql(
-      insertGaps(chunk.length),
-      chunk.flatMap((gap) => [
-        gap.tag,
-        gap.start.toString(),
-        gap.end.toString(),
-        gap.reason,
-        gap.node,
-        String(Math.round(gap.at)),
-      ]),
-    );
+    try {
+      await sql(insertGaps(chunk.length), chunk.flatMap(valuesOf));
+    } catch (error) {
+      if (errorCode(error) !== 'ER_DUP_ENTRY') throw error;
+      for (const gap of chunk) {
+        try {
+          await sql(insertGaps(1), valuesOf(gap));
+        } catch (each) {
+          if (errorCode(each) !== 'ER_DUP_ENTRY') throw each;
+        }
+      }
+    }
   }
 }
 
