@@ -277,13 +277,13 @@ describe('the router', () => {
     assert.equal(route('GET', '/v1/tags/a/b/gaps').param, 'a/b');
     assert.equal(route('GET', '/v1/tags/a%2Fgaps').handler, 'tag');
     // Nothing between the two: the prefix route takes it, as the tag "gaps" of `/v1/tags/{tag}`.
-    assert.deepEqual([route('GET', '/v1/tags/gaps').handler, route('GET', '/v1/tags/gaps').param], [
-      'tag',
-      'gaps',
-    ]);
+    assert.deepEqual(
+      [route('GET', '/v1/tags/gaps').handler, route('GET', '/v1/tags/gaps').param],
+      ['tag', 'gaps'],
+    );
   });
 
-  it('checks the access a method of a route names over the route\'s own (a client POST on an admin path)', () => {
+  it("checks the access a method of a route names over the route's own (a client POST on an admin path)", () => {
     const route = recorder(
       (name) => [
         {
