@@ -59,6 +59,7 @@ export type LogEvent =
   | 'segment.handed_back'
   | 'segment.hand_back_failed'
   | 'segment.hand_back_summary'
+  | 'segment.look_ahead_unread'
   | 'segment.release_unrecorded'
   | 'segment.crash_gaps'
   | 'segment.crash_gaps_unrecorded'
