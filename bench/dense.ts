@@ -104,6 +104,12 @@ async function runOnce(step: number, dense: boolean): Promise<Run> {
   };
 }
 
+function largest(values: readonly bigint[]): bigint {
+  let max = 0n;
+  for (const value of values) if (value > max) max = value;
+  return max;
+}
+
 function medianRun(runs: Run[]): Run {
   const pick = (get: (run: Run) => number) => median(runs.map(get));
   return {
@@ -112,7 +118,7 @@ function medianRun(runs: Run[]): Run {
     p99Ms: pick((run) => run.p99Ms),
     p999Ms: pick((run) => run.p999Ms),
     waitedPer1000: pick((run) => run.waitedPer1000),
-    maxHeld: runs.reduce((max, run) => (run.maxHeld > max ? run.maxHeld : max), 0n),
+    maxHeld: largest(runs.map((run) => run.maxHeld)),
     loads: pick((run) => run.loads),
     duplicates: runs.reduce((sum, run) => sum + run.duplicates, 0),
   };
