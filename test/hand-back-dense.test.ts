@@ -1,6 +1,8 @@
 // --dense-tag: no look-ahead on the tags it names (the next segment loads when the current one
 // runs out), a warning at start for a name the table does not hold, refused when not a tag name.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseServeArgs } from '../src/cli/serve.js';
 import { serveConfig } from '../src/cli/serve-config.js';
@@ -15,6 +17,11 @@ describe('--dense-tag', () => {
     );
     assert.deepEqual(config.denseTags, ['a', 'b']);
     assert.deepEqual(serveConfig(parseServeArgs([], {})).denseTags, []);
+    assert.deepEqual(serveConfig(parseServeArgs([], { FROND_DENSE_TAG: 'x,y' })).denseTags, ['x', 'y']);
+    const file = join(tempDir('frond-dense-config-'), 'frond.json');
+    writeFileSync(file, JSON.stringify({ 'dense-tag': ['p', 'q'], 'hand-back-timeout-ms': 7 }));
+    const fromFile = serveConfig(parseServeArgs(['--config', file], {}));
+    assert.deepEqual([fromFile.denseTags, fromFile.handBackTimeoutMs], [['p', 'q'], 7]);
     assert.equal(serveConfig(parseServeArgs([], {})).handBackTimeoutMs, 5_000);
     assert.equal(serveConfig(parseServeArgs(['--hand-back-timeout-ms', '250'], {})).handBackTimeoutMs, 250);
     assert.throws(
