@@ -28,7 +28,11 @@ describe('GET /v1/tags/{tag}/gaps', () => {
       limit: 1000,
     });
     for (const bad of ['limit=0', 'limit=1001', 'limit=x', 'after=1.5', 'after=', 'after=1e3'])
-      assert.throws(() => gapsQuery(bad), (error) => isFrondError(error, 'INVALID_ARGUMENT'), bad);
+      assert.throws(
+        () => gapsQuery(bad),
+        (error) => isFrondError(error, 'INVALID_ARGUMENT'),
+        bad,
+      );
   });
 
   it('pages by start, never splitting the gaps of one start over two pages, to the end', async () => {
@@ -105,7 +109,14 @@ describe('POST /v1/tags/{tag}/gaps', () => {
   it('records a returned range as range_unused by node client', async () => {
     const { tag, store, deps } = await setup();
     const recorded = await recordReturnedRange(deps, tag, '{"start":"600","end":"1001"}');
-    assert.deepEqual(recorded, { tag, start: 600n, end: 1001n, reason: 'range_unused', node: 'client', at: 1234 });
+    assert.deepEqual(recorded, {
+      tag,
+      start: 600n,
+      end: 1001n,
+      reason: 'range_unused',
+      node: 'client',
+      at: 1234,
+    });
     assert.deepEqual(await store.listGaps(tag), [recorded]);
     // Sent again (an answer lost): recorded once.
     await recordReturnedRange(deps, tag, '{"start":600,"end":1001}');
@@ -132,9 +143,8 @@ describe('POST /v1/tags/{tag}/gaps', () => {
         (error) => isFrondError(error, 'INVALID_ARGUMENT') && message.test(error.message),
         body,
       );
-    await assert.rejects(
-      recordReturnedRange(deps, randomTag(), '{"start":"1","end":"2"}'),
-      (error) => isFrondError(error, 'TAG_NOT_FOUND'),
+    await assert.rejects(recordReturnedRange(deps, randomTag(), '{"start":"1","end":"2"}'), (error) =>
+      isFrondError(error, 'TAG_NOT_FOUND'),
     );
   });
 });
@@ -164,7 +174,11 @@ describe('GapTotals', () => {
     assert.equal(reads, 1, 'fresh: not read again');
     clock.advance(GAP_TOTALS_TTL_MS);
     fail = true;
-    assert.deepEqual((await cache.read())?.get('crash'), { ranges: 2, ids: 3000n }, 'a failure keeps the last');
+    assert.deepEqual(
+      (await cache.read())?.get('crash'),
+      { ranges: 2, ids: 3000n },
+      'a failure keeps the last',
+    );
     assert.equal(reads, 2);
   });
 

@@ -92,7 +92,13 @@ describe('metrics and stats of gaps', () => {
         startedAt: 0,
         uptimeSeconds: 1,
         store: null,
-        requests: { windowSeconds: 0, perSecond: 0, errorsPerSecond: 0, errorsPerSecondByCode: {}, latencyMs: null },
+        requests: {
+          windowSeconds: 0,
+          perSecond: 0,
+          errorsPerSecond: 0,
+          errorsPerSecondByCode: {},
+          latencyMs: null,
+        },
         tagCount: 0,
         tags: [],
         history: [],
@@ -105,7 +111,13 @@ describe('metrics and stats of gaps', () => {
           fence: zero,
         },
         handedBack,
-        givenUp: { crash: crashIds, unsafe_hand_back: '0', opaque_look_ahead: '0', range_unused: '0', fence: '0' },
+        givenUp: {
+          crash: crashIds,
+          unsafe_hand_back: '0',
+          opaque_look_ahead: '0',
+          range_unused: '0',
+          fence: '0',
+        },
       }) as StatsSnapshot;
     const merged = mergeStats([snapshot('100', '3000', 3), snapshot('9007199254740993', '2000', 2)]);
     assert.equal(merged.handedBack, '9007199254741093');
