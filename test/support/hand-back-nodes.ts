@@ -27,6 +27,9 @@ export class Node {
   /** Set from the signal to the exit: a failed request is the stop, not a fault. */
   stopping = false;
   stops = 0;
+  /** How long each start (to the `listening` line) and each stop (to the exit) took, in ms. */
+  readonly startMs: number[] = [];
+  readonly stopMs: number[] = [];
 
   private constructor(
     readonly label: string,
@@ -64,9 +67,11 @@ export class Node {
   async start(): Promise<void> {
     // The port was just freed by the previous process; a start that lost it to TIME_WAIT or to
     // another process is tried again, three times at most.
+    const began = performance.now();
     for (let attempt = 1; ; attempt++) {
       try {
         this.process = await startFrond(this.args);
+        this.startMs.push(performance.now() - began);
         break;
       } catch (error) {
         if (attempt >= 3 || !/EADDRINUSE/.test((error as Error).message)) throw error;
@@ -82,8 +87,10 @@ export class Node {
     const running = this.process;
     if (running === undefined) return undefined;
     this.stopping = true;
+    const began = performance.now();
     try {
       const exit = await running.stop(signal);
+      this.stopMs.push(performance.now() - began);
       this.retired.push(running);
       this.process = undefined;
       this.down = true;
@@ -150,8 +157,9 @@ export class Load {
 
   constructor(private readonly tag: string) {}
 
-  add(node: Node, clients: number): void {
-    for (let c = 0; c < clients; c++) this.running.push(this.client(node, c));
+  /** `clients` clients on `node`, each waiting `paceMs` after every answer (0: none). */
+  add(node: Node, clients: number, paceMs = 0): void {
+    for (let c = 0; c < clients; c++) this.running.push(this.client(node, c, paceMs));
   }
 
   async stop(): Promise<void> {
@@ -159,7 +167,7 @@ export class Load {
     await Promise.all(this.running);
   }
 
-  private async client(node: Node, index: number): Promise<void> {
+  private async client(node: Node, index: number, paceMs: number): Promise<void> {
     // Bounded: at most 100,000 requests per client, and the test stops the load.
     for (let k = index; !this.stopped && k < 100_000; k++) {
       if (node.down) {
@@ -173,6 +181,7 @@ export class Load {
         this.requests++;
         if (answer.status === 200) {
           for (const id of idsOf(answer)) this.ids.push(id);
+          if (paceMs > 0) await sleep(paceMs);
           continue;
         }
         if (answer.status === 503 && answer.retryAfter !== undefined) {
@@ -371,4 +380,11 @@ export function handedBack(nodes: readonly Node[]): { ids: number; tags: number 
 export async function gapMetrics(node: Node): Promise<string[]> {
   const answer = await httpGet(`${node.url}/metrics`, { timeoutMs: 10_000 });
   return answer.body.split('\n').filter((line) => /^frond_(ids_handed_back|ids_given_up|gap_ids)/.test(line));
+}
+
+/** The median of `values` in ms, as a figure (`-` for none). */
+export function medianMs(values: readonly number[]): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted[Math.floor(sorted.length / 2)];
+  return middle === undefined ? '-' : `${Math.round(middle)} ms`;
 }
