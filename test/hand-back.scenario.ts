@@ -443,6 +443,50 @@ export function describeHandBack(dialect: HandBackDialect): void {
       );
     });
 
+    it(`a --workers 2 node through four clean restarts under load: its processes hand back one after another, no fence, every ID accounted (${name})`, {
+      timeout: BUDGET_MS,
+    }, async (t) => {
+      const opened = await open(t);
+      if (opened === undefined) return;
+      const { backend, auditor } = opened;
+      const tag = await addTag(backend, 100);
+      const node = await Node.create('node', backend.store, ['--workers', '2', '--max-step', '1000']);
+      const load = new Load(tag);
+      const RESTARTS = 4;
+      let epochs: number[] = [];
+      try {
+        await node.start();
+        load.add(node, 4);
+        await sleep(300);
+        const before = await fenceEpoch(backend);
+        for (let r = 0; r < RESTARTS; r++) {
+          assert.equal(await node.restart('SIGTERM'), 0, `restart ${r + 1}`);
+          await sleep(200);
+        }
+        await load.stop();
+        assert.equal(await node.stop('SIGTERM'), 0);
+        epochs = [before, await fenceEpoch(backend)];
+      } finally {
+        await load.stop();
+        await node.stop('SIGKILL');
+      }
+      assertClean([node], load);
+      assert.deepEqual(fences([node]), [], 'no fence after the workers handed back');
+      assert.equal(epochs[1], epochs[0], 'the fence epoch did not move');
+      const gaps = await listGaps(auditor.url, tag);
+      const maxId = Number(await maxIdOf(backend, tag));
+      const result = account(load.ids, gaps, 1, maxId);
+      const tables = await assertConsistent(backend, tag, result, gaps);
+      const back = handedBack([node]);
+      figure(
+        t,
+        `${name} --workers 2: ${result.answered} IDs (${load.requests} requests, ${load.cut} cut by a stop), ${RESTARTS} SIGTERM restarts (a start ${medianMs(node.startMs)}, a stop ${medianMs(node.stopMs)}); ` +
+          `${back.ids} IDs handed back in ${back.tags} hand-backs; gaps: ${reasonFigure(gaps)}; fence epoch ${epochs.join(' → ')}; ${result.duplicates} duplicates, ${result.unaccounted} unaccounted; ${tables}`,
+      );
+      assertAccounted(result);
+      assert.equal(gaps.filter((gap) => gap.reason === 'crash').length, 0, 'clean stops leave no crash gaps');
+    });
+
     it(`a hand-back then a restart does not fence; a restore of the database to a copy taken before grants still fences, no ID twice (${name})`, {
       timeout: BUDGET_MS,
     }, async (t) => {
