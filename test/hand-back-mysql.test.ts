@@ -1,0 +1,3 @@
+import { describeHandBack } from './hand-back.scenario.js';
+
+describeHandBack('mysql');
