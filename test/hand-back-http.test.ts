@@ -3,6 +3,7 @@
 // counted in /metrics and /v1/stats, a SIGKILL is reported as crash gaps by the next start, and a
 // --workers node's stop leaves no false fence behind. Needs the SQLite store's hand-back.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { describe, it } from 'node:test';
 import { type FrondProcess, runFrond, startFrond, tempDir } from './support/frond-process.js';
@@ -83,6 +84,38 @@ describe('a clean stop hands its unused IDs back (SQLite, real processes)', () =
     const gaps = await runFrond(['tag', 'gaps', tag, '--json', '--data-dir', dataDir]);
     assert.equal(gaps.code, 0, gaps.stderr);
     assert.deepEqual(JSON.parse(gaps.stdout), { tag, gaps: [], next: null });
+  });
+
+  it('an opaque tag: SIGTERM hands its look-ahead back with its buffer, no gap, and the IDs after the restart are new', async () => {
+    const env = { FROND_OPAQUE_SECRET: randomBytes(32).toString('hex') };
+    const tag = randomTag('hbo');
+    const dataDir = tempDir('frond-hand-back-');
+    assert.equal((await runFrond(['db', 'init', '--data-dir', dataDir])).code, 0);
+    const added = await runFrond(
+      ['tag', 'add', tag, '--opaque', 'digits:12', '--step', '5000', '--data-dir', dataDir],
+      {
+        env,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const seen = new Set<string>();
+    for (let round = 0; round < 2; round++) {
+      const node = await startFrond([...SERVE, '--data-dir', dataDir], { env });
+      for (let i = 0; i < 20; i++) {
+        const answer = await call(`${node.url}/api/segment/get/${tag}`);
+        assert.equal(answer.status, 200, answer.body);
+        assert.ok(!seen.has(answer.body), `opaque ID ${answer.body} twice`);
+        seen.add(answer.body);
+      }
+      assert.equal(await node.stop('SIGTERM'), 0);
+      const summary = events(node).find((event) => event.event === 'segment.hand_back_summary');
+      assert.ok(summary, node.logs.join('\n'));
+      assert.deepEqual([summary.failed, summary.gaps], [0, '0'], JSON.stringify(summary));
+    }
+    // 40 opaque IDs served: the row is back at segment ID 41 (its first ID was 1), nothing lost.
+    const listed = await runFrond(['tag', 'list', '--json', '--data-dir', dataDir], { env });
+    const row = (JSON.parse(listed.stdout) as { tag: string; maxId: string }[]).find((r) => r.tag === tag);
+    assert.equal(row?.maxId, '41');
   });
 
   it('lists and counts gaps: a client returns part of a range (POST), GET, frond tag gaps, /metrics and /v1/stats show it', async () => {

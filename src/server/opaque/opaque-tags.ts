@@ -36,6 +36,8 @@ export class OpaqueTag {
   private refilling: Promise<void> | undefined;
   /** Set by `retire`: the node is stopping, nothing more is taken from the allocator. */
   private stopped = false;
+  /** Set once `retire` read the queue: a refill that ends later adds nothing to it. */
+  private drained = false;
 
   constructor(
     readonly tag: string,
@@ -61,6 +63,7 @@ export class OpaqueTag {
     const rest = this.queue.slice(this.at);
     this.queue = [];
     this.at = 0;
+    this.drained = true;
     if (rest.length === 0) return [];
     const ids = this.codec
       .decodeMany(rest.map((id) => BigInt(id)))
@@ -125,6 +128,8 @@ export class OpaqueTag {
         typeof id === 'number' ? id >= 1 && id <= capacityNumber : id >= 1n && id <= capacity;
       const fits = ids.every(inside) ? ids : ids.filter(inside);
       const encoded = await encodeInChunks(this.codec, fits.length === 0 ? ids : fits);
+      // Retired meanwhile (its look-ahead already read): nothing of this batch is served.
+      if (this.drained) return;
       this.queue = this.at === 0 ? this.queue.concat(encoded) : this.queue.slice(this.at).concat(encoded);
       this.at = 0;
     })();
