@@ -446,7 +446,7 @@ export function describeHandBack(dialect: HandBackDialect): void {
       assert.equal(Number(counted?.split(' ')[1]), crashIds, `crash IDs in /metrics: ${counted}`);
       // A kill between a grant's commit and its journal line (a few ms, one fsync) loses that
       // grant without a record: the database moved max_id, and no data dir knows the range, so no
-      // start can report it (seen in 1 of 12 runs: [301, 401) above the one grant the killed node
+      // start can report it (seen in 2 of 15 runs: [301, 401) above the one grant the killed node
       // logged). Bounded here to that case: one run of at most one step, above everything the
       // killed process logged, which no process of either node logged a grant of; reported as a
       // figure. Everything else must be accounted for.
