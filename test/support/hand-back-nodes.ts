@@ -120,6 +120,30 @@ export class Node {
       .map((line) => JSON.parse(line) as Record<string, unknown>);
   }
 
+  /**
+   * Where `id` went on this node, for a failure's message: the grants holding it (by process, in
+   * order: `#2` is the node's second process) and what that process did at its end.
+   */
+  trace(id: number): string[] {
+    const processes = [...this.retired, ...(this.process === undefined ? [] : [this.process])];
+    return processes.flatMap((p, i) => {
+      const events = p.logs
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const held = events.filter(
+        (e) => e.event === 'segment.loaded' && Number(e.start) <= id && id < Number(e.max),
+      );
+      if (held.length === 0) return [];
+      const ending = events
+        .filter((e) => /^segment\.(handed_back|hand_back_failed|crash_gaps)/.test(String(e.event)))
+        .map((e) => JSON.stringify(e));
+      const ended = p.child.signalCode ?? p.child.exitCode;
+      return [
+        `${this.label} #${i + 1} (ended ${ended}): granted ${held.map((e) => `[${e.start}, ${e.max}) at ${e.time}`).join(', ')}; ${ending.join(' ') || 'no hand-back line'}`,
+      ];
+    });
+  }
+
   /** Error lines and stderr over every process. */
   errors(): string[] {
     return [...this.retired, ...(this.process === undefined ? [] : [this.process])].flatMap((p) => [
