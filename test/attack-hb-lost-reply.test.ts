@@ -144,5 +144,75 @@ for (const dialect of ['postgres', 'mysql'] as ServerDialect[]) {
         await proxy.close();
       }
     });
+
+    it('a hand-back that committed, its answer lost: the next start does not list the IDs handed back (and served again) as a crash', async (t) => {
+      const db = await holder.open(t);
+      if (db === undefined) return;
+      assert.equal((await runFrond(['db', 'init', '--store', db.url])).code, 0);
+      const tag = randomTag('ahb');
+      const added = await runFrond(['tag', 'add', tag, '--step', '100', '--start', '1', '--store', db.url]);
+      assert.equal(added.code, 0, added.stderr);
+      const proxy = await OneWayProxy.start(Number(new URL(db.url).port));
+      const dataDir = tempDir('frond-attack-lost-hb-');
+      const args = ['--port', '0', '--no-snowflake', '--store', db.urlVia(proxy.port), '--data-dir', dataDir];
+      const served: bigint[] = [];
+      const maxIdOf = async () => {
+        const rows = await db.sql(
+          dialect === 'postgres'
+            ? 'SELECT max_id FROM leaf_alloc WHERE biz_tag = $1'
+            : 'SELECT max_id FROM leaf_alloc WHERE biz_tag = ?',
+          [tag],
+        );
+        return BigInt(String(rows[0]?.max_id));
+      };
+      try {
+        const node = await startFrond([
+          ...args,
+          '--hand-back-timeout-ms',
+          '8000',
+          '--shutdown-timeout-ms',
+          '1000',
+        ]);
+        // 5 IDs of [1, 101): no preload, one grant.
+        for (let i = 0; i < 5; i++) served.push(await id(node.url, tag));
+        proxy.slow = true;
+        const stopped = node.stop('SIGTERM', 30_000);
+        let maxId = await maxIdOf();
+        for (let round = 0; round < 800 && maxId !== 6n; round++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          maxId = await maxIdOf();
+        }
+        proxy.dropReplies = true;
+        assert.equal(maxId, 6n, 'the hand-back did not commit');
+        await stopped;
+        proxy.dropReplies = false;
+        proxy.slow = false;
+        const again = await startFrond(args);
+        try {
+          for (let tries = 0; tries < 20 && served.length < 10; tries++) {
+            const got = await id(again.url, tag).catch(() => undefined);
+            if (got === undefined) await new Promise((resolve) => setTimeout(resolve, 300));
+            else served.push(got);
+          }
+          assert.equal(served.length, 10, `after the restart:\n${again.logs.join('\n')}`);
+        } finally {
+          await again.stop('SIGTERM', 20_000);
+        }
+        const gaps = await runFrond(['tag', 'gaps', tag, '--json', '--store', db.url]);
+        assert.equal(gaps.code, 0, gaps.stderr);
+        const listed = (JSON.parse(gaps.stdout) as { gaps: { start: string; end: string }[] }).gaps;
+        const after = served.slice(5);
+        const listedAndServed = after.filter((n) =>
+          listed.some((gap) => BigInt(gap.start) <= n && n < BigInt(gap.end)),
+        );
+        assert.deepEqual(
+          listedAndServed.map(String),
+          [],
+          `served after the restart (${after.join(' ')}) yet listed as gaps: ${gaps.stdout}`,
+        );
+      } finally {
+        await proxy.close();
+      }
+    });
   });
 }
