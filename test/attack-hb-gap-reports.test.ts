@@ -113,6 +113,34 @@ describe('attack: what the gap report says', () => {
     }
   });
 
+  it('a retried return (the same range twice) is counted once in frond_ids_given_up_total, and answered with the stored time', async () => {
+    const tag = randomTag('ahb');
+    const dataDir = await prepared(tag);
+    const node = await startFrond([...SERVE, '--data-dir', dataDir]);
+    try {
+      const granted = await call(`${node.url}/v1/ranges/${tag}?count=50`);
+      const [range] = (JSON.parse(granted.body) as { ranges: { start: string; end: string }[] }).ranges;
+      assert.ok(range !== undefined, granted.body);
+      const body = JSON.stringify({ start: String(BigInt(range.start) + 10n), end: range.end });
+      const first = await post(node, tag, body);
+      assert.equal(first.status, 201, first.body);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const second = await post(node, tag, body);
+      const [stored] = await gapsOf(node, tag);
+      assert.equal(
+        (JSON.parse(second.body) as { at: string }).at,
+        (stored as unknown as { at: string }).at,
+        `the retry answered ${second.status} ${second.body}; the row holds ${JSON.stringify(stored)}`,
+      );
+      const metrics = (await call(`${node.url}/metrics`)).body;
+      const givenUp = /^frond_ids_given_up_total\{reason="range_unused"\} (\d+)$/m.exec(metrics)?.[1];
+      const recorded = /^frond_gap_ids\{reason="range_unused"\} (\d+)$/m.exec(metrics)?.[1];
+      assert.equal(givenUp, recorded, `given up ${givenUp}, recorded ${recorded}: the retry counted twice`);
+    } finally {
+      await node.stop('SIGTERM');
+    }
+  });
+
   it('a page on another origin cannot record a gap (a CORS simple request: text/plain, no preflight)', async () => {
     const tag = randomTag('ahb');
     const dataDir = await prepared(tag);
