@@ -28,12 +28,17 @@ describe('attack: --workers 2, SIGKILL, restart', () => {
       served.push(BigInt(answer.body));
     }
     // The workers first, then the primary, each by its PID: all die without a stop, as an OOM kill would.
-    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(node.child.pid)], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .map((text) => Number(text.trim()))
-      .filter((pid) => pid > 0);
+    // The workers, as the primary's children: waited for (bounded), a loaded machine forks late.
+    const workers = () =>
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(node.child.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .map((text) => Number(text.trim()))
+        .filter((pid) => pid > 0);
+    let children = workers();
+    for (let round = 0; round < 100 && children.length < 2; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      children = workers();
+    }
     assert.equal(children.length, 2, `workers of ${node.child.pid}: ${children.join(' ')}`);
     for (const pid of children) process.kill(pid, 'SIGKILL');
     node.child.kill('SIGKILL');
