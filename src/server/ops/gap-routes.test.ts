@@ -126,8 +126,10 @@ describe('POST /v1/tags/{tag}/gaps', () => {
     const { at: _at, ...stored } = (await store.listGaps(tag))[0] ?? { at: 0 };
     assert.deepEqual(stored, { tag, start: 600n, end: 1001n, reason: 'range_unused', node: 'client' });
     // Sent again (an answer lost): recorded once.
-    await recordReturnedRange(deps, tag, '{"start":600,"end":1001}');
+    const again = await recordReturnedRange(deps, tag, '{"start":600,"end":1001}');
     assert.equal((await store.listGaps(tag)).length, 1);
+    // Answered as stored, marked so that the route does not count it as given up again.
+    assert.deepEqual(again, { ...(await store.listGaps(tag))[0], repeated: true });
   });
 
   it('refuses with one line: not JSON, other fields, not IDs, start >= end, too many IDs, above max_id, no row', async () => {

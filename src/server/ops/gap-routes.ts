@@ -104,7 +104,7 @@ export async function gapsPage(
 
 /** What `POST /v1/tags/{tag}/gaps` needs: the row's max_id, and where to record. */
 export interface ReturnedRangeDeps {
-  catalogue: Pick<TagCatalogue, 'tag'>;
+  catalogue: Pick<TagCatalogue, 'tag' | 'listGaps'>;
   record(gaps: readonly Gap[]): Promise<void>;
   now(): number;
 }
@@ -117,11 +117,22 @@ export interface ReturnedRangeDeps {
  * than MAX_RETURNED_IDS IDs, or a range that reaches above the row's max_id (not issued yet, so
  * not the client's to return); 404 TAG_NOT_FOUND without a row.
  */
+/** A recorded return; `repeated` when frond_gaps held that very range already (a retried close). */
+export interface ReturnedRange extends Gap {
+  repeated?: true;
+}
+
+/**
+ * Gaps of one start read to find a retry's row: a start shared by more is a range returned in
+ * pieces of other ends, where a miss only costs one more count in frond_ids_given_up_total.
+ */
+const SAME_START_READ = 100;
+
 export async function recordReturnedRange(
   deps: ReturnedRangeDeps,
   rawTag: string,
   text: string,
-): Promise<Gap> {
+): Promise<ReturnedRange> {
   const tag = assertValidTag(rawTag);
   const { start, end } = rangeBody(text);
   if (start >= end)
@@ -142,6 +153,10 @@ export async function recordReturnedRange(
       'INVALID_ARGUMENT',
       `[${start}, ${end}) reaches above tag ${tag}'s max_id ${row.maxId}: those IDs were not granted yet, so they are not a client's to return`,
     );
+  // A retry (its first answer lost) finds its row: answered as stored, not counted as given up again.
+  const same = await deps.catalogue.listGaps(tag, start - 1n, SAME_START_READ);
+  const stored = same.find((gap) => gap.start === start && gap.end === end);
+  if (stored !== undefined) return { ...stored, repeated: true };
   const gap: Gap = { tag, start, end, reason: 'range_unused', node: 'client', at: deps.now() };
   await deps.record([gap]);
   return gap;

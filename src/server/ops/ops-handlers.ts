@@ -169,8 +169,8 @@ export function createOpsHandlers(
       readBody(req)
         .then((body) => recordReturnedRange({ catalogue, record, now: () => Date.now() }, tag, body))
         .then((gap) => {
-          deps.metrics?.idsGivenUp(gap.tag, gap.reason, gap.end - gap.start);
-          sendJson(res, 201, { tag: gap.tag, ...gapJson(gap) });
+          if (!gap.repeated) deps.metrics?.idsGivenUp(gap.tag, gap.reason, gap.end - gap.start);
+          sendJson(res, gap.repeated ? 200 : 201, { tag: gap.tag, ...gapJson(gap) });
         }, fail(res));
     },
 
