@@ -43,7 +43,19 @@ describe('attack: --workers 2, SIGKILL, restart', () => {
     for (const pid of children) process.kill(pid, 'SIGKILL');
     node.child.kill('SIGKILL');
     await node.exited;
-    const again = await startFrond(args);
+    // A worker the primary forked again between the kills (it replaces a worker that dies) is an
+    // orphan then: it finds its primary gone and stops on its own, handing back, and holds its
+    // data dir until it has. A restart meanwhile is refused in one line ("in use by process N"),
+    // as a supervisor would see it: tried again every 500 ms (bounded: 20 times).
+    let again: Awaited<ReturnType<typeof startFrond>> | undefined;
+    for (let attempt = 1; again === undefined; attempt++) {
+      try {
+        again = await startFrond(args);
+      } catch (error) {
+        if (attempt >= 20 || !/is in use by process/.test(String(error))) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
     try {
       const after: bigint[] = [];
       for (let i = 0; i < 60; i++) {

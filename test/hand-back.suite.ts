@@ -112,7 +112,7 @@ export function describeHandBack(
         assert.deepEqual(await store.listGaps(tag), []);
       }));
 
-    it('a retry after an unknown outcome changes nothing and records nothing', (t) =>
+    it('a second call with nothing moved since changes nothing and records nothing', (t) =>
       withStores(t, async (store) => {
         const tag = randomTag();
         await store.addTag({ tag, step: 100, start: 1n });

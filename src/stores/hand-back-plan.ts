@@ -20,8 +20,11 @@ export interface HandBackPlan {
   /** max_id (and the record, where there is one) goes from `to` down to `from`. */
   returned: { from: bigint; to: bigint } | undefined;
   /**
-   * A retry of a hand-back that committed (the row and the record already at the tail's first ID):
-   * nothing to write but the gaps, and the tail is reported returned as the first call did.
+   * The row and the record are at the tail's first ID already: a MySQL deadlock's second attempt
+   * after a rollback finds this only if another transaction made it so; nothing to write but the
+   * gaps. Not a licence to retry after an unknown outcome: another node's grant since of exactly
+   * the tail's size puts max_id back at `to`, which reads as "nobody granted since", and a second
+   * call would hand that node's segment out again (SegmentPrimitive.handBack: never retried).
    */
   alreadyReturned: boolean;
   /** The ranges to insert into frond_gaps: none overlaps a gap already recorded. */
@@ -54,9 +57,9 @@ export function planHandBack(request: HandBackRequest, state: HandBackState): Ha
   const fenceOk = state.maxId !== undefined && state.fenceMatches;
   const safe =
     fenceOk && state.maxId === request.to && (state.recorded === undefined || state.recorded <= request.to);
-  // A retry whose first call committed: the row is where that call left it, and nothing moved it
-  // since (an advance raises it above `to`, another node's hand-back lowers it to its own grant's
-  // end, never to this tail's first ID).
+  // The row where a committed call of this same hand-back left it, with nothing moved since; no
+  // caller retries (SegmentPrimitive.handBack), this only keeps a second call from recording the
+  // tail as a gap.
   const already =
     !safe &&
     fenceOk &&

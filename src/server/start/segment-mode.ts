@@ -21,8 +21,13 @@ import type { Cleanups } from './cleanups.js';
 import type { SegmentConfig, StartConfig } from './serve-config.js';
 import { openStoreFor } from './store-open.js';
 
-/** How long the stop waits for the store to close its connections before it goes on without. */
-const STORE_CLOSE_MS = 5_000;
+/**
+ * How long the stop waits for the store to close its connections before it goes on without. A
+ * pool closes in milliseconds; only a query that never answers (a hand-back that timed out) holds
+ * it, and then every second here is one more the stop overruns --hand-back-timeout-ms by. A
+ * transaction cut by the exit rolls back, and the data dir reports its grants at the next start.
+ */
+const STORE_CLOSE_MS = 1_000;
 
 /** Segment mode, open: the fenced store, the allocator on it, and which of its tags are opaque. */
 export interface SegmentMode {
