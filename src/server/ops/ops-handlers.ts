@@ -169,7 +169,10 @@ export function createOpsHandlers(
       // A page on another origin may POST text/plain without asking first (a CORS simple
       // request); JSON it can send only after a preflight, which frond never grants.
       if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? ''))
-        throw new FrondError('INVALID_ARGUMENT', 'send the range as application/json: {"start":"…","end":"…"}');
+        throw new FrondError(
+          'INVALID_ARGUMENT',
+          'send the range as application/json: {"start":"…","end":"…"}',
+        );
       readBody(req)
         .then((body) => recordReturnedRange({ catalogue, record, now: () => Date.now() }, tag, body))
         .then((gap) => {
