@@ -148,6 +148,11 @@ describe('dashboard in a real browser', () => {
       assert.equal(await text(page, '#store'), 'sqlite reachable');
       assert.match(await text(page, '#storeSub'), /^sqlite:.*frond\.db$/);
       assert.equal(await text(page, '#ready'), 'ready');
+      // The gaps line, from /v1/stats: nothing given up on a fresh store, nothing handed back yet.
+      assert.equal(
+        await text(page, '#gaps'),
+        'IDs given up for good: 0 · handed back at clean stops by this node: 0 · per tag: frond tag gaps TAG',
+      );
       assert.equal(await text(page, '#version'), VERSION);
       assert.match(await text(page, '#uptime'), /^\d+(\.\d)? s$/);
       assert.equal(await text(page, '#errRate'), '0');

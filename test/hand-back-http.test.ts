@@ -152,9 +152,16 @@ describe('a clean stop hands its unused IDs back (SQLite, real processes)', () =
       }
       const missing = await call(`${node.url}/v1/tags/${randomTag('none')}/gaps`, {
         method: 'POST',
+        headers: { 'content-type': 'application/json' },
         body: '{"start":"1","end":"2"}',
       });
       assert.equal(missing.status, 404, missing.body);
+      // Without a JSON content type (what a page on another origin sends without a preflight).
+      const plain = await call(`${node.url}/v1/tags/${tag}/gaps`, {
+        method: 'POST',
+        body: JSON.stringify(unused),
+      });
+      assert.equal(plain.status, 400, plain.body);
 
       const listed = await call(`${node.url}/v1/tags/${tag}/gaps?limit=10`);
       assert.equal(listed.status, 200, listed.body);

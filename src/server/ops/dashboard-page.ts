@@ -103,7 +103,7 @@ function gapLine(stats) {
   const total = Object.values(stats.gaps).reduce((sum, g) => sum + BigInt(g.ids), 0n);
   return 'IDs given up for good: ' + fmt.format(total) + (parts.length ? ' (' + parts.join(', ') + ')' : '')
     + ' · handed back at clean stops by this node: ' + fmt.format(BigInt(stats.handedBack || '0'))
-    + ' · list a tag's with frond tag gaps TAG';
+    + ' · per tag: frond tag gaps TAG';
 }
 function draw(stats) {
   const readiness = stats.readiness || { ready: true, checks: {} };
