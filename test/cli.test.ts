@@ -76,7 +76,7 @@ describe('frond CLI', () => {
       ],
       [['tag', 'add', 'ok', '--step', '0', '--data-dir', dataDir], /--step "0" is invalid/],
       [['tag', 'add'], /needs <tag>/],
-      [['tag', 'frobnicate'], /needs add, list, set-step or remove/],
+      [['tag', 'frobnicate'], /needs add, list, gaps, set-step or remove/],
       [['tag', 'set-step', 'ok', 'many', '--data-dir', dataDir], /step "many" is invalid/],
       [['decode', 'xyz'], /invalid snowflake ID/],
       [['launch'], /unknown command "launch"/],

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it, type TestContext } from 'node:test';
+import { isFrondError } from '../src/core/errors.js';
 import { MYSQL_DDL } from '../src/stores/mysql/mysql-segment-store.js';
 import { POSTGRES_DDL } from '../src/stores/postgres/postgres-segment-store.js';
+import { openStore } from '../src/stores/store-registry.js';
 import { backendSkip } from './support/backend-filter.js';
 import {
   assertOneLineError,
@@ -127,8 +129,8 @@ for (const dialect of DIALECTS) {
       // account without a privilege on the database for a table that is missing or not granted.
       const tables =
         dialect === 'postgres'
-          ? /has no frond_fence, frond_high_water, frond_tag_options and frond_tag_formats and the account \S+ may not create them \(permission denied for schema public\)/
-          : /the account \S+ cannot see frond_fence, frond_high_water, frond_tag_options and frond_tag_formats \(missing, or no privilege on them\)/;
+          ? /has no frond_fence, frond_high_water, frond_tag_options, frond_tag_formats and frond_gaps and the account \S+ may not create them \(permission denied for schema public\)/
+          : /the account \S+ cannot see frond_fence, frond_high_water, frond_tag_options, frond_tag_formats and frond_gaps \(missing, or no privilege on them\)/;
       const command = new RegExp(
         `serves no segment without them .*'frond db init --print --grant-to ${account.grantee} --store ${dialect}://${account.name}@127\\.0\\.0\\.1:\\d+/${db.name}'$`,
       );
@@ -173,6 +175,7 @@ for (const dialect of DIALECTS) {
       // The DDL makes the worker-ID lease table too (for --worker-lease-store store).
       assert.deepEqual(await frondTables(db), [
         'frond_fence',
+        'frond_gaps',
         'frond_high_water',
         'frond_tag_formats',
         'frond_tag_options',
@@ -253,6 +256,38 @@ for (const dialect of DIALECTS) {
         assert.doesNotMatch(readiness.checks.segment.detail, /unreachable/);
       } finally {
         await node.stop();
+      }
+    });
+
+    it('without INSERT on frond_gaps, the start check and a gap record say so in one line', async (t) => {
+      const opened = await leafDatabase(t, dialect);
+      if (opened === undefined) return;
+      const { db, account } = opened;
+      const printed = await runFrond([
+        'db',
+        'init',
+        '--print',
+        '--grant-to',
+        account.grantee,
+        '--store',
+        account.url,
+      ]);
+      assert.equal(printed.code, 0, printed.stderr);
+      await runScript(db, printed.stdout.slice(0, printed.stdout.indexOf('\n-- and for ')));
+      await db.sql(`REVOKE INSERT ON frond_gaps FROM ${grantee(db, account)}`);
+      const store = openStore(account.url);
+      const refused = (error: unknown) =>
+        isFrondError(error, 'INVALID_CONFIG') &&
+        /lacks INSERT on frond_gaps, which serving segments/.test((error as Error).message) &&
+        !(error as Error).message.includes('\n');
+      try {
+        await assert.rejects(store.checkServing?.() ?? Promise.reject(new Error('no check')), refused);
+        await assert.rejects(
+          store.recordGaps([{ tag: randomTag(), start: 1n, end: 2n, reason: 'crash', node: 'n', at: 0 }]),
+          refused,
+        );
+      } finally {
+        await store.close();
       }
     });
   });

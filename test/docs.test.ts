@@ -40,7 +40,7 @@ function markdownUnder(folder: string): string[] {
 const DOCS = ['README.md', ...markdownUnder('docs'), 'packages/client/README.md'];
 
 /** The README must be read in ten minutes; the reference lives in docs/. */
-const README_MAX_LINES = 232;
+const README_MAX_LINES = 236;
 const README_MAX_BYTES = 16 * 1024;
 /** A README table row wider than this wraps on GitHub and in every editor: move it to docs/. */
 const README_MAX_ROW = 160;

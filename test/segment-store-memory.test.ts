@@ -1,3 +1,4 @@
+import { describeHandBack } from './hand-back.suite.js';
 import { describeSegmentStore, type FenceTable } from './segment-store.suite.js';
 import type { MemoryRow } from './support/memory-store.js';
 import { MemoryStore } from './support/memory-store.js';
@@ -33,4 +34,29 @@ describeSegmentStore(
   async () => new MemoryStore(false, rows, tables),
   undefined,
   fencing,
+);
+
+describeHandBack(
+  'memory (test/support)',
+  async () => {
+    const store = new MemoryStore(false, rows, tables);
+    return {
+      ...store.primitive,
+      addTag: (tag, opaque) => store.addTag(tag, opaque),
+      tag: (tag) => store.tag(tag),
+      listGaps: (tag, after, limit) => store.listGaps(tag, after, limit),
+      gapTotals: () => store.gapTotals(),
+    };
+  },
+  {
+    async setMaxId(_t, tag, maxId) {
+      const row = rows.get(tag);
+      if (row !== undefined) row.maxId = maxId;
+    },
+    async deleteRow(_t, tag) {
+      rows.delete(tag);
+    },
+    fence: fencing.fence as NonNullable<FenceTable['fence']>,
+    forget: fencing.forget as NonNullable<FenceTable['forget']>,
+  },
 );

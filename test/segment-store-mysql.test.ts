@@ -7,6 +7,7 @@ import { PLAIN_KIND } from '../src/core/tag-kind.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import { NEW_NAMES } from '../src/stores/new-names.js';
 import { openStore } from '../src/stores/store-registry.js';
+import { describeHandBack } from './hand-back.suite.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
@@ -58,6 +59,26 @@ const raw: RawTable = {
     );
   },
 };
+
+describeHandBack(
+  'MariaDB',
+  async (t) => {
+    const db = await database.open(t);
+    return db && openStore(db.url);
+  },
+  {
+    async setMaxId(t, tag, maxId) {
+      await (await database.open(t))?.sql('UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ?', [
+        maxId.toString(),
+        tag,
+      ]);
+    },
+    deleteRow: raw.deleteRow,
+    fence: raw.fence as NonNullable<RawTable['fence']>,
+    forget: raw.forget as NonNullable<RawTable['forget']>,
+    holdHighWater: raw.holdHighWater,
+  },
+);
 
 describeSegmentStore(
   'MariaDB',

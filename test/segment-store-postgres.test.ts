@@ -3,6 +3,7 @@ import { after, describe, it } from 'node:test';
 import { isFrondError } from '../src/core/errors.js';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import { openStore } from '../src/stores/store-registry.js';
+import { describeHandBack } from './hand-back.suite.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
@@ -47,6 +48,26 @@ const raw: RawTable = {
     );
   },
 };
+
+describeHandBack(
+  'PostgreSQL',
+  async (t) => {
+    const db = await database.open(t);
+    return db && openStore(db.url);
+  },
+  {
+    async setMaxId(t, tag, maxId) {
+      await (await database.open(t))?.sql('UPDATE leaf_alloc SET max_id = $1 WHERE biz_tag = $2', [
+        maxId.toString(),
+        tag,
+      ]);
+    },
+    deleteRow: raw.deleteRow,
+    fence: raw.fence as NonNullable<RawTable['fence']>,
+    forget: raw.forget as NonNullable<RawTable['forget']>,
+    holdHighWater: raw.holdHighWater,
+  },
+);
 
 describeSegmentStore(
   'PostgreSQL',

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { servedStore } from '../src/stores/fencing/served-store.js';
 import { SqliteSegmentStore } from '../src/stores/sqlite/sqlite-segment-store.js';
+import { describeHandBack } from './hand-back.suite.js';
 import { describeSegmentStore, type RawTable } from './segment-store.suite.js';
 import { tempDir } from './support/frond-process.js';
 import { byHand } from './support/sqlite-by-hand.js';
@@ -48,3 +49,14 @@ describeSegmentStore(
     servedStore(new SqliteSegmentStore(sqliteFile), { dataDir: tempDir(), fenceSkip: 1_000_000_000 }),
   raw,
 );
+
+describeHandBack('SQLite', async () => new SqliteSegmentStore(sqliteFile), {
+  async setMaxId(_t, tag, maxId) {
+    byHand(sqliteFile, (db) =>
+      db.prepare('UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ?').run(maxId, tag),
+    );
+  },
+  deleteRow: raw.deleteRow,
+  fence: raw.fence as NonNullable<RawTable['fence']>,
+  forget: raw.forget as NonNullable<RawTable['forget']>,
+});

@@ -1,6 +1,7 @@
 import { boolean, integer, type OptionEntry, type SettingsOf, string } from '../core/option-entry.js';
 import { MAX_TABLE_STEP } from '../core/tag.js';
 import { DEFAULT_TAG_STEP } from '../core/tag-catalogue.js';
+import { DEFAULT_GAPS_LIMIT, MAX_GAPS_LIMIT } from '../server/ops/gap-routes.js';
 import { LAYOUT_OPTIONS, SERVE_SETTINGS, STORE_OPTIONS } from '../server/start/serve-settings.js';
 import { DEFAULT_FENCE_SKIP } from '../stores/segment-primitive.js';
 
@@ -118,6 +119,34 @@ export const TAG_LIST = command({
   options: [
     ...STORE_OPTIONS,
     boolean({ name: 'json', flag: 'json', default: false, env: false, help: 'one JSON array' }),
+  ],
+});
+
+export const TAG_GAPS = command({
+  name: 'tag gaps',
+  positionals: ['tag'],
+  summary:
+    "lists a tag's gaps: the ranges of IDs given up for good (a crash, a stop that could not hand them back, a client's unused range, a fence), by start",
+  options: [
+    ...STORE_OPTIONS,
+    string({
+      name: 'after',
+      flag: 'after',
+      default: undefined,
+      env: false,
+      placeholder: 'ID',
+      help: 'only gaps starting above this ID (the `next` a page printed)',
+    }),
+    integer({
+      name: 'limit',
+      flag: 'limit',
+      default: DEFAULT_GAPS_LIMIT,
+      min: 1,
+      max: MAX_GAPS_LIMIT,
+      env: false,
+      help: 'at most this many gaps (more when the last start has several)',
+    }),
+    boolean({ name: 'json', flag: 'json', default: false, env: false, help: 'one JSON object' }),
   ],
 });
 
@@ -248,6 +277,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
   TAG_ADD,
   TAG_LIST,
+  TAG_GAPS,
   TAG_SET_STEP,
   TAG_REMOVE,
   DB_INIT,

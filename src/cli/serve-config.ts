@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { sliceOf } from '../core/option-entry.js';
 import type { SnowflakeLayout } from '../core/snowflake-layout.js';
+import { tagProblem } from '../core/tag.js';
 import { type DeclaredFormatTag, parseDeclaredFormatTag } from '../server/opaque/format-config.js';
 import { parseDeclaredOpaqueTag } from '../server/opaque/opaque-config.js';
 import type {
@@ -164,7 +165,20 @@ function segmentConfig(settings: ServeSettings): SegmentConfig {
     storeSetting: storeSettingOf(settings),
     opaqueTags: declaredOpaqueTags(settings),
     formatTags: declaredFormatTags(settings),
+    denseTags: declaredDenseTags(settings),
   };
+}
+
+/** `--dense-tag TAG`, each a valid tag name; only segment mode has tags. Repeats are harmless, kept once. */
+function declaredDenseTags(settings: ServeSettings): string[] {
+  const tags = [...new Set(settings.denseTags)];
+  if (tags.length > 0 && !settings.segment)
+    throw usage('--dense-tag names segment tags, and --no-segment turns segment mode off: drop one');
+  for (const tag of tags) {
+    const problem = tagProblem(tag);
+    if (problem !== undefined) throw usage(`--dense-tag ${JSON.stringify(tag)}: ${problem}`);
+  }
+  return tags;
 }
 
 /** `--format-tag TAG=FORMAT[@ZONE]`, each tag once, none also opaque; only segment mode has tags. */

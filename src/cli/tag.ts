@@ -5,8 +5,9 @@ import { assertStart, assertStep, assertValidTag, MAX_TABLE_STEP, parseDecimal }
 import { tagNotFound } from '../core/tag-catalogue.js';
 import { counterCounts, newFormatSetting, removeTagAndCounters } from '../server/opaque/format-setting.js';
 import { OpaqueSecret } from '../server/opaque/opaque-keys.js';
+import { gapsPage } from '../server/ops/gap-routes.js';
 import { ask, mustAsk } from './confirm.js';
-import { TAG_ADD, TAG_LIST, TAG_REMOVE, TAG_SET_STEP } from './option-table.js';
+import { TAG_ADD, TAG_GAPS, TAG_LIST, TAG_REMOVE, TAG_SET_STEP } from './option-table.js';
 import { didYouMean, parseCommand, parseInteger, usage } from './options.js';
 import { commandStore, withStore } from './store-options.js';
 import { textTable } from './text-table.js';
@@ -168,6 +169,37 @@ async function list(args: string[], out: (line: string) => void): Promise<number
   return 0;
 }
 
+/**
+ * `frond tag gaps TAG [--after ID] [--limit N] [--json]`: the tag's gaps, a page at a time, as
+ * `GET /v1/tags/{tag}/gaps` answers them (every gap of the page's last start in the page). A table
+ * by default, then the `--after` of the next page on stderr; `--json` prints the route's object.
+ */
+async function gaps(args: string[], out: (line: string) => void): Promise<number> {
+  const { settings, positionals, sources } = parseCommand(TAG_GAPS, args, { rejectUnknownEnv: true });
+  const tag = assertValidTag(positionals[0] as string);
+  const after = settings.after === undefined ? undefined : parseDecimal(settings.after);
+  if (settings.after !== undefined && after === undefined)
+    throw usage(`--after ${JSON.stringify(settings.after)}: give a start ID, a decimal integer`);
+  const [page, where] = await withStore(commandStore(settings, sources), (store) =>
+    Promise.all([gapsPage(store, tag, after, settings.limit), store.description]),
+  );
+  if (settings.json) {
+    out(JSON.stringify(page));
+    return 0;
+  }
+  process.stderr.write(`store: ${where}\n`);
+  if (page.gaps.length === 0) {
+    out(after === undefined ? `tag ${tag} has no gaps` : `tag ${tag} has no gaps starting above ${after}`);
+    return 0;
+  }
+  const table = [['START', 'END', 'IDS', 'REASON', 'NODE', 'RECORDED']].concat(
+    page.gaps.map((gap) => [gap.start, gap.end, gap.ids, gap.reason, gap.node, gap.at ?? '']),
+  );
+  for (const line of textTable(table)) out(line);
+  if (page.next !== null) process.stderr.write(`more: frond tag gaps ${tag} --after ${page.next}\n`);
+  return 0;
+}
+
 async function setStep(args: string[], out: (line: string) => void): Promise<number> {
   const { settings, positionals, sources } = parseCommand(TAG_SET_STEP, args, { rejectUnknownEnv: true });
   const tag = assertValidTag(positionals[0] as string);
@@ -222,9 +254,10 @@ export async function tagCommand(args: string[], out: (line: string) => void): P
   const [sub, ...rest] = args;
   if (sub === 'add') return add(rest, out);
   if (sub === 'list') return list(rest, out);
+  if (sub === 'gaps') return gaps(rest, out);
   if (sub === 'set-step') return setStep(rest, out);
   if (sub === 'remove') return remove(rest, out);
   throw usage(
-    `'frond tag' needs add, list, set-step or remove${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['add', 'list', 'set-step', 'remove'])}`}`,
+    `'frond tag' needs add, list, gaps, set-step or remove${sub === undefined ? '' : `, not ${JSON.stringify(sub)}${didYouMean(sub, ['add', 'list', 'gaps', 'set-step', 'remove'])}`}`,
   );
 }

@@ -265,7 +265,20 @@ export class SegmentAllocator<S extends AllocatorStore = AllocatorStore> {
     const tags = [...new Set([...retiring.keys(), ...(options.extra?.keys() ?? [])])];
     const handBack = this.store.handBack?.bind(this.store);
     const one = async (tag: string): Promise<void> => {
-      const retired = await retiring.get(tag);
+      // A load in flight is waited for within the bound too: a database that hangs on it (the
+      // preload of the next segment) would otherwise hold the stop for the store's own timeout.
+      const retire = retiring.get(tag);
+      const settled = retire && (await within(this.clock, retire, Math.max(0, deadline - this.clock.now())));
+      if (retire !== undefined && settled === undefined) {
+        summary.tags++;
+        summary.failed.push(tag);
+        this.logger.log('warn', 'segment.hand_back_failed', {
+          tag,
+          error: 'a segment load still in flight at the end of the hand-back bound',
+        });
+        return;
+      }
+      const retired = settled?.value;
       const held = [...(options.extra?.get(tag) ?? []), ...(retired?.held ?? [])]
         .filter((range) => range.end > range.start)
         .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));

@@ -50,7 +50,10 @@ export interface SegmentPrimitive {
    * to its first ID). Every other range of `held`, and all of them when any condition fails (another
    * node or a Leaf server advanced the row, a fence raised it, the row is gone), is inserted into
    * frond_gaps with its range's reason and `node`, in the same transaction. Never raises a floor,
-   * never lowers one below a range another process may hold.
+   * never lowers one below a range another process may hold. Called once per grant: never again
+   * after an unknown outcome (a lost answer), since another node's grant of exactly the tail's
+   * size in between puts max_id back at `to`, and a second call would give that grant out again;
+   * the caller leaves such a tail to its next start, which reports it as a crash.
    */
   handBack(request: HandBackRequest): Promise<HandBackResult>;
   /**

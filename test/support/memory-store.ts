@@ -1,12 +1,6 @@
 import { FrondError } from '../../src/core/errors.js';
 import { parseCounterName } from '../../src/core/id-format.js';
-import {
-  type Gap,
-  type GapReason,
-  type HandBackResult,
-  type HeldRange,
-  splitHeld,
-} from '../../src/core/id-gaps.js';
+import type { Gap, GapReason, HandBackResult, HeldRange } from '../../src/core/id-gaps.js';
 import { type Allocation, MAX_SEGMENT_ID, rangeExhausted } from '../../src/core/segment-store.js';
 import {
   type CataloguedStore,
@@ -22,6 +16,7 @@ import {
 } from '../../src/core/tag-catalogue.js';
 import { kindOf } from '../../src/core/tag-kind.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../../src/stores/format-rules.js';
+import { gapsOf, lowestHeld, planHandBack } from '../../src/stores/hand-back-plan.js';
 import { NEW_NAMES, startsAfterFence } from '../../src/stores/new-names.js';
 import type {
   FenceOutcome,
@@ -76,6 +71,8 @@ export class MemoryStore implements CataloguedStore {
     this.highWater = shared?.highWater ?? new Map();
     this.formats = shared?.formats ?? new Map();
     this.fenced = shared?.fenced ?? { atMs: Date.now() };
+    this.fenceBox = shared?.fenceBox ?? { row: { epoch: 1, identity: 'memory' } };
+    this.gaps = shared?.gaps ?? new Map();
   }
 
   get waiting(): number {
@@ -118,8 +115,15 @@ export class MemoryStore implements CataloguedStore {
     };
   }
 
-  /** frond_fence: one database that never fails over, so every advance is granted under epoch 1. */
-  private fenceRow = { epoch: 1, identity: 'memory' };
+  /**
+   * frond_fence: one database that never fails over, so every advance is granted under epoch 1
+   * until a fence; shared, as the other frond tables, by stores on the same tables.
+   */
+  private readonly fenceBox: { row: { epoch: number; identity: string } };
+
+  private get fenceRow(): { epoch: number; identity: string } {
+    return this.fenceBox.row;
+  }
 
   /** The table as a backend's segment primitive: every advance granted under the fence row. */
   readonly primitive: SegmentPrimitive = {
@@ -136,7 +140,7 @@ export class MemoryStore implements CataloguedStore {
   };
 
   /** frond_gaps, keyed by tag, start and end as the SQL stores' primary key. */
-  readonly gaps = new Map<string, Gap>();
+  readonly gaps: Map<string, Gap>;
 
   /** As the SQL stores: the tail goes back only if the fence row and the row are where the grant left them. */
   /** As FencedStore answers it: the primitive's hand-back under the one fence row. */
@@ -147,38 +151,31 @@ export class MemoryStore implements CataloguedStore {
   private handBackTail(request: HandBackRequest): HandBackResult {
     const row = this.rows.get(request.tag);
     const recorded = this.highWater.get(request.tag);
-    const safe =
-      row !== undefined &&
-      request.epoch === this.fenceRow.epoch &&
-      request.identity === this.fenceRow.identity &&
-      row.maxId === request.to &&
-      (recorded === undefined || recorded <= request.to);
-    const { tail, rest } = safe
-      ? splitHeld(request.held, request.to)
-      : { tail: undefined, rest: request.held };
-    if (row !== undefined && tail !== undefined) {
-      row.maxId = tail.from;
+    const low = lowestHeld(request);
+    const claimed = [...this.gaps.values()].filter(
+      (gap) => gap.tag === request.tag && gap.start < request.to && gap.end > low,
+    );
+    const plan = planHandBack(request, {
+      maxId: row?.maxId,
+      recorded,
+      fenceMatches: request.epoch === this.fenceRow.epoch && request.identity === this.fenceRow.identity,
+      claimed,
+    });
+    if (row !== undefined && plan.returned !== undefined && !plan.alreadyReturned) {
+      row.maxId = plan.returned.from;
       row.updateTime = new Date();
-      if (recorded !== undefined) this.highWater.set(request.tag, tail.from);
+      if (recorded !== undefined) this.highWater.set(request.tag, plan.returned.from);
     }
-    const gaps = rest
-      .filter((range) => range.end > range.start)
-      .map((range) => ({
-        tag: request.tag,
-        start: range.start,
-        end: range.end,
-        reason: range.reason,
-        node: request.node,
-        at: Date.now(),
-      }));
+    const gaps = gapsOf(request, plan, Date.now());
     this.recordGaps(gaps);
-    return { tag: request.tag, returned: tail, gaps };
+    return { tag: request.tag, returned: plan.returned, gaps };
   }
 
   private recordGaps(gaps: readonly Gap[]): void {
     for (const gap of gaps) {
       const key = `${gap.tag}\u0000${gap.start}\u0000${gap.end}`;
-      if (!this.gaps.has(key)) this.gaps.set(key, { ...gap });
+      // Recorded at the table's clock, as the SQL stores' created_at.
+      if (!this.gaps.has(key)) this.gaps.set(key, { ...gap, at: Date.now() });
     }
   }
 
@@ -205,10 +202,16 @@ export class MemoryStore implements CataloguedStore {
     // The new-names record, made where it is missing and raised below with the removed tags'
     // (src/stores/new-names.ts); a skip of 0 leaves it as it is.
     if (request.skip > 0n && !this.highWater.has(NEW_NAMES)) this.highWater.set(NEW_NAMES, 0n);
+    const at = Date.now();
     for (const [tag, row] of this.rows) {
+      const was = row.maxId;
       row.maxId += request.skip;
       const floor = request.atLeast.get(tag);
       if (floor !== undefined && row.maxId < floor) row.maxId = floor;
+      // As the SQL stores: what the fence skipped of each tag is a gap, some of it maybe issued by
+      // the database that was lost, none of it after the fence.
+      if (row.maxId > was)
+        this.recordGaps([{ tag, start: was, end: row.maxId, reason: 'fence', node: 'fence', at }]);
     }
     // A removed tag is raised as well (its record, as the SQL stores raise it).
     for (const [tag, recorded] of this.highWater) {
@@ -217,7 +220,7 @@ export class MemoryStore implements CataloguedStore {
       const raised = recorded + request.skip;
       this.highWater.set(tag, floor !== undefined && floor > raised ? floor : raised);
     }
-    this.fenceRow = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
+    this.fenceBox.row = { epoch: Math.max(this.fenceRow.epoch, request.aboveEpoch) + 1, identity: 'memory' };
     this.fenced.atMs = Date.now();
     return { ...this.fenceRow, fenced: true, tags: this.rows.size };
   }

@@ -30,8 +30,14 @@ export interface FrondClient<Id> {
   decodeSnowflake(id: bigint | string | number): SnowflakeParts;
   /** The buffers' state: for tests, dashboards and tuning. */
   state(): ClientState;
-  /** Drops buffered IDs, aborts requests and retry timers, rejects pending calls; idempotent. */
-  close(): void;
+  /**
+   * Drops buffered IDs, aborts requests and retry timers, rejects pending calls; idempotent. The
+   * segment IDs granted and not handed out are returned to the server (`POST
+   * /v1/tags/{tag}/gaps`, recorded there as gaps, never issued again): the promise settles when
+   * that is done, within `RETURN_TIMEOUT_MS` at most, and never rejects. Everything else is
+   * done before `close()` returns.
+   */
+  close(): Promise<void>;
   /** `close()`, for `await using ids = createClient(…)`. */
   [Symbol.asyncDispose](): Promise<void>;
   /** `close()`, for `using ids = createClient(…)`: closing is synchronous. */
@@ -44,6 +50,12 @@ export interface ClientState {
   tags: Record<string, BufferState>;
   snowflake: BufferState;
 }
+
+/**
+ * The most `close()` spends returning unused IDs (or the client's `timeoutMs`, if shorter): a
+ * process that exits must not wait for a server that is down; what is not returned is only unrecorded.
+ */
+export const RETURN_TIMEOUT_MS = 2_000;
 
 /** The server's tag rule (src/core/tag.ts): Leaf's varchar(128), any characters but controls. */
 const MAX_TAG_LENGTH = 128;
@@ -101,6 +113,7 @@ export class BufferedClient<Id> implements FrondClient<Id> {
   private lastBuffer: SegmentIdBuffer<Id> | undefined;
   private readonly snowflakeBuffer: SnowflakeIdBuffer<Id>;
   private isClosed = false;
+  private closing: Promise<void> | undefined;
 
   constructor(
     private readonly source: IdSource,
@@ -169,20 +182,32 @@ export class BufferedClient<Id> implements FrondClient<Id> {
     return { tags, snowflake: this.snowflakeBuffer.state() };
   }
 
-  close(): void {
-    if (this.isClosed) return;
+  close(): Promise<void> {
+    if (this.closing !== undefined) return this.closing;
     this.isClosed = true;
+    // Read before the buffers drop them.
+    const unused = [...this.buffers].map(([tag, buffer]) => [tag, buffer.unused()] as const);
     this.source.close();
     for (const buffer of this.buffers.values()) buffer.close();
     this.snowflakeBuffer.close();
+    const give = this.source.returnUnused?.bind(this.source);
+    const timeoutMs = Math.min(this.options.timeoutMs, RETURN_TIMEOUT_MS);
+    this.closing =
+      give === undefined
+        ? Promise.resolve()
+        : Promise.all(
+            unused.map(([tag, ranges]) => give(tag, ranges, timeoutMs).catch(() => undefined)),
+          ).then(() => undefined);
+    return this.closing;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    this.close();
+    await this.close();
   }
 
+  /** Synchronous: the unused IDs are still returned, in the background. */
   [Symbol.dispose](): void {
-    this.close();
+    void this.close();
   }
 
   private bufferOf(tag: string): SegmentIdBuffer<Id> {

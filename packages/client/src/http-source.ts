@@ -122,6 +122,50 @@ export class HttpIdSource implements IdSource {
     this.inFlight.clear();
   }
 
+  /**
+   * `POST /v1/tags/{tag}/gaps` for each range, to the URL that answered last, then to the others,
+   * all within `timeoutMs`; the server records each as a gap (`range_unused`). An opaque or
+   * formatted tag's IDs are not ranges of the table: nothing is sent for them. Never rejects.
+   */
+  async returnUnused(
+    tag: string,
+    ranges: readonly { start: bigint; end: bigint }[],
+    timeoutMs: number,
+  ): Promise<void> {
+    if (ranges.length === 0 || this.opaqueTags.has(tag) || this.formattedTags.has(tag)) return;
+    const deadline = this.options.now() + timeoutMs;
+    const path = `/v1/tags/${encodeURIComponent(tag)}/gaps`;
+    for (const range of ranges) {
+      const body = JSON.stringify({ start: range.start.toString(), end: range.end.toString() });
+      for (let attempt = 0; attempt < this.options.urls.length; attempt++) {
+        const remaining = deadline - this.options.now();
+        if (remaining <= 0) return;
+        const index = (this.preferred + attempt) % this.options.urls.length;
+        if (await this.postOnce(this.options.urls[index] as string, path, body, remaining)) break;
+      }
+    }
+  }
+
+  /** One POST; true when the server answered 2xx, or refused for good (4xx: trying another server changes nothing). */
+  private async postOnce(base: string, path: string, body: string, timeoutMs: number): Promise<boolean> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    try {
+      const response = await this.options.fetch(base + path, {
+        method: 'POST',
+        headers: { ...this.options.headers, 'content-type': 'application/json' },
+        body,
+        signal: controller.signal,
+      });
+      await response.text();
+      return response.ok || (response.status >= 400 && response.status < 500 && response.status !== 429);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** GET `path` with failover and retries; resolves with the parsed JSON body of a 2xx answer. */
   async get(path: string): Promise<unknown> {
     const { urls, maxAttempts, retryBudgetMs, timeoutMs } = this.options;

@@ -12,4 +12,13 @@ export interface IdSource {
   snowflakes(count: number): Promise<string[]>;
   /** Aborts requests in flight and pending retries; later calls reject with CLIENT_CLOSED. */
   close(): void;
+  /**
+   * Tells the server that `ranges` of `tag`, granted and never handed out, will not be used (the
+   * client's close), within `timeoutMs`. Best effort: never rejects. Absent: nothing is returned.
+   */
+  returnUnused?(
+    tag: string,
+    ranges: readonly { start: bigint; end: bigint }[],
+    timeoutMs: number,
+  ): Promise<void>;
 }

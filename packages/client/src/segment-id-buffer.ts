@@ -80,6 +80,32 @@ export class SegmentIdBuffer<Id> extends IdBuffer<Id, SegmentRuns> {
     return held + (this.nextBatch?.count ?? 0);
   }
 
+  /**
+   * The IDs granted to this buffer and not handed out, as runs `[start, end)` ascending: the rest
+   * of the current run, the runs after it and the next batch. None for a formatted tag (its
+   * numbers are text). Read before `close`, which drops them.
+   */
+  unused(): { start: bigint; end: bigint }[] {
+    if (this.texts !== undefined) return [];
+    const out: { start: bigint; end: bigint }[] = [];
+    const add = (start: number, end: number, base: bigint | undefined) => {
+      if (end <= start) return;
+      const from = base === undefined ? BigInt(start) : base + BigInt(start);
+      const to = base === undefined ? BigInt(end) : base + BigInt(end);
+      const last = out[out.length - 1];
+      if (last !== undefined && last.end === from) last.end = to;
+      else out.push({ start: from, end: to });
+    };
+    add(this.value, this.end, this.base);
+    for (let i = this.runIndex; i < this.runs.length; i += 2)
+      add(this.runs[i] as number, this.runs[i + 1] as number, this.bases[i / 2]);
+    const next = this.nextBatch;
+    if (next !== undefined && next.texts === undefined)
+      for (let i = 0; i < next.runs.length; i += 2)
+        add(next.runs[i] as number, next.runs[i + 1] as number, next.bases[i / 2]);
+    return out;
+  }
+
   protected load(count: number): Promise<SegmentRuns> {
     return this.source.segment(this.tag, count);
   }

@@ -1,3 +1,5 @@
+import { GAP_REASONS, type GapReason } from '../../core/id-gaps.js';
+import type { GapTotalsJson } from '../ops/gap-totals.js';
 import {
   DEFAULT_STATS_TAGS,
   type RatePoint,
@@ -115,8 +117,43 @@ export function mergeStats(
               timeLeftSeconds: Math.min(...flakes.map((flake) => flake.layout.timeLeftSeconds)),
             },
           },
+    ...mergeGapStats(snapshots),
     processes: snapshots.length,
   };
+}
+
+/**
+ * What the processes handed back and gave up add up. The gap totals are the store's (every process
+ * reads the same frond_gaps), so a reason's are the highest any process read (the freshest), not
+ * a sum, which would count each gap once per process.
+ */
+function mergeGapStats(
+  snapshots: readonly StatsSnapshot[],
+): Pick<StatsSnapshot, 'gaps' | 'handedBack' | 'givenUp'> {
+  const withGaps = snapshots.flatMap((snapshot) => (snapshot.gaps ? [snapshot.gaps] : []));
+  const counted = snapshots.filter((snapshot) => snapshot.handedBack !== undefined);
+  if (withGaps.length === 0 && counted.length === 0) return {};
+  const sum = (values: readonly (string | undefined)[]) =>
+    values.reduce((total, value) => total + BigInt(value ?? '0'), 0n).toString();
+  const merged: Pick<StatsSnapshot, 'gaps' | 'handedBack' | 'givenUp'> = {};
+  if (withGaps.length > 0) {
+    const gaps = {} as GapTotalsJson;
+    for (const reason of GAP_REASONS) {
+      const highest = withGaps
+        .map((totals) => totals[reason] ?? { ranges: 0, ids: '0' })
+        .reduce((a, b) => (BigInt(b.ids) > BigInt(a.ids) || b.ranges > a.ranges ? b : a));
+      gaps[reason] = { ...highest };
+    }
+    merged.gaps = gaps;
+  }
+  if (counted.length > 0) {
+    merged.handedBack = sum(counted.map((snapshot) => snapshot.handedBack));
+    const givenUp = {} as Record<GapReason, string>;
+    for (const reason of GAP_REASONS)
+      givenUp[reason] = sum(counted.map((snapshot) => snapshot.givenUp?.[reason]));
+    merged.givenUp = givenUp;
+  }
+  return merged;
 }
 
 /** Rates by error code, added up code by code. */

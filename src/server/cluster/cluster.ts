@@ -200,10 +200,15 @@ function supervise(config: ServeConfig, count: number, workerIds: number[], logg
       stopping = true;
       logger.log('info', 'shutdown', { signal: reason, workers: workers.size });
       for (const worker of workers.keys()) worker.process.kill('SIGTERM');
-      // Each worker waits up to shutdownTimeoutMs for its requests; then the primary stops waiting.
-      killTimer = setTimeout(() => {
-        for (const worker of workers.keys()) worker.process.kill('SIGKILL');
-      }, config.shutdownTimeoutMs + 5_000);
+      // Each worker waits up to shutdownTimeoutMs for its requests, then up to handBackTimeoutMs
+      // to hand its segments' unused IDs back; then the primary stops waiting (what a killed
+      // worker held is reported as a crash by its next start, from its data dir).
+      killTimer = setTimeout(
+        () => {
+          for (const worker of workers.keys()) worker.process.kill('SIGKILL');
+        },
+        config.shutdownTimeoutMs + (config.segment ? config.handBackTimeoutMs : 0) + 5_000,
+      );
     };
     const onSigterm = () => stopAll('SIGTERM');
     const onSigint = () => stopAll('SIGINT');

@@ -112,6 +112,16 @@ export function routeTable(id: IdHandlers, ops: OpsHandlers | undefined): Route<
       rateLimited: false,
     },
     { path: '/v1/tags', label: 'admin', access: 'admin', methods: { GET: ops.listTags, POST: ops.addTag } },
+    // Before /v1/tags/{tag}, which would take its paths too.
+    {
+      path: '/v1/tags/{tag}/gaps',
+      label: 'admin',
+      access: 'admin',
+      methods: { GET: ops.listGaps, POST: ops.returnRange },
+      // A client returns what it was granted with the token it was granted it with.
+      methodAccess: { POST: 'id' },
+      query: ['after', 'limit'],
+    },
     {
       path: '/v1/tags/{tag}',
       label: 'admin',

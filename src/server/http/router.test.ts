@@ -252,11 +252,53 @@ describe('the router', () => {
     assert.equal(taken, 2);
   });
 
-  it('refuses a path with a {name} anywhere but at its end', () => {
+  it('refuses a path with two {name}s, or a {name} followed by anything but a fixed /suffix', () => {
     const handle: RouteHandler = () => {};
-    assert.throws(
-      () => recorder(() => [{ path: '/a/{x}/b', label: 'a', access: 'open', methods: { any: handle } }]),
-      /only one \{name\}/,
+    for (const path of ['/a/{x}/{y}', '/a/{x}b', '/a/{x']) {
+      assert.throws(
+        () => recorder(() => [{ path, label: 'a', access: 'open', methods: { any: handle } }]),
+        /only one \{name\}/,
+        path,
+      );
+    }
+  });
+
+  it('takes what lies between the prefix and a fixed suffix, slashes included, before the prefix route', () => {
+    const route = recorder((name) => [
+      { path: '/v1/tags/{tag}/gaps', label: 'gaps', access: 'open', methods: { GET: name('gaps') } },
+      { path: '/v1/tags/{tag}', label: 'tag', access: 'open', methods: { GET: name('tag') } },
+    ]);
+    assert.deepEqual(route('GET', '/v1/tags/order/gaps'), {
+      label: 'gaps',
+      handler: 'gaps',
+      param: 'order',
+      query: '',
+    });
+    assert.equal(route('GET', '/v1/tags/a/b/gaps').param, 'a/b');
+    assert.equal(route('GET', '/v1/tags/a%2Fgaps').handler, 'tag');
+    // Nothing between the two: the prefix route takes it, as the tag "gaps" of `/v1/tags/{tag}`.
+    assert.deepEqual(
+      [route('GET', '/v1/tags/gaps').handler, route('GET', '/v1/tags/gaps').param],
+      ['tag', 'gaps'],
     );
+  });
+
+  it("checks the access a method of a route names over the route's own (a client POST on an admin path)", () => {
+    const route = recorder(
+      (name) => [
+        {
+          path: '/v1/tags/{tag}/gaps',
+          label: 'gaps',
+          access: 'admin',
+          methods: { GET: name('list'), POST: name('return') },
+          methodAccess: { POST: 'id' },
+        },
+      ],
+      ['client-token'],
+    );
+    assert.equal(route('GET', '/v1/tags/t/gaps', 'Bearer client-token').error, 'UNAUTHORIZED');
+    assert.equal(route('GET', '/v1/tags/t/gaps', 'Bearer admin').handler, 'list');
+    assert.equal(route('POST', '/v1/tags/t/gaps', 'Bearer client-token').handler, 'return');
+    assert.equal(route('POST', '/v1/tags/t/gaps').error, 'UNAUTHORIZED');
   });
 });

@@ -19,7 +19,12 @@ export type Access = 'open' | 'id' | 'admin';
 
 /** One entry of the route table (`route-table.ts`). */
 export interface Route<Label extends string = string> {
-  /** An exact path, or a prefix ending in one `{name}` that takes the rest of the path, slashes included. */
+  /**
+   * An exact path, or a prefix ending in one `{name}` that takes the rest of the path, slashes
+   * included; or one `{name}` then a fixed suffix with no `{`, which takes what lies between
+   * (`/v1/tags/{tag}/gaps`: the tag, slashes included). A suffix route goes before the route of
+   * its prefix alone, which would take its paths too.
+   */
   path: string;
   /** The metrics label: a small fixed set, so metrics cannot grow with tag names or junk paths. */
   label: Label;
@@ -46,12 +51,16 @@ export interface Route<Label extends string = string> {
   issuesIds?: true;
   /** false: `--rate-limit` does not count or refuse this route (health checks). */
   rateLimited?: false;
+  /** Who may call a method where it differs from `access` (a client's `POST` on an admin path). */
+  methodAccess?: { readonly [M in Method]?: Access };
 }
 
 interface CompiledRoute<Label extends string> {
   /** The exact path, or the prefix before `{name}`. */
   text: string;
   prefix: boolean;
+  /** What follows `{name}` (`/gaps`), `''` when `{name}` ends the path. */
+  suffix: string;
   label: Label;
   access: Access;
   any: RouteHandler | undefined;
@@ -65,6 +74,7 @@ interface CompiledRoute<Label extends string> {
   query: ReadonlySet<string> | undefined;
   issuesIds: boolean;
   rateLimited: boolean;
+  methodAccess: ReadonlyMap<string, Access>;
 }
 
 export interface RouterOptions {
@@ -112,6 +122,17 @@ export function createRouter<Label extends string>(
         found = key;
         return route;
       }
+      if (route.suffix !== '') {
+        if (
+          path.length > route.text.length + route.suffix.length &&
+          path.startsWith(route.text) &&
+          path.endsWith(route.suffix)
+        ) {
+          found = path.slice(route.text.length, path.length - route.suffix.length);
+          return route;
+        }
+        continue;
+      }
       if (route.prefix ? path.startsWith(route.text) : path === route.text) {
         found = route.prefix ? path.slice(route.text.length) : '';
         return route;
@@ -137,8 +158,9 @@ export function createRouter<Label extends string>(
       // The admin token is checked before the method and an ID token after it, as before the table
       // existed: without the admin token nothing about the admin API shows, and a wrong method on
       // an ID route is a 405 whether or not a token came with it.
-      if (route.access === 'admin') checkAdminAccess(req, access);
       const method = req.method ?? '';
+      const who = route.methodAccess.get(method) ?? route.access;
+      if (who === 'admin') checkAdminAccess(req, access);
       // A route for `any` method has no map to look in (Leaf's ID routes: every one-ID request).
       let handler = route.any === undefined ? route.byMethod.get(method) : undefined;
       if (handler === undefined && method === 'OPTIONS') {
@@ -153,7 +175,7 @@ export function createRouter<Label extends string>(
         );
       }
       if (query !== '' && route.query !== undefined) checkQuery(query, route.query);
-      if (route.access === 'id') checkIdAccess(req, query, access);
+      if (who === 'id') checkIdAccess(req, query, access);
       handler(req, res, param, query);
     } catch (error) {
       if (!asLeaf) reportError(res, error);
@@ -175,8 +197,17 @@ function springNoHandler(path: string): FrondError {
 
 function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label> {
   const brace = route.path.indexOf('{');
-  if (brace !== -1 && (!route.path.endsWith('}') || route.path.indexOf('{', brace + 1) !== -1)) {
-    throw new Error(`route ${route.path}: only one {name}, at the end of the path, is supported`);
+  const close = route.path.indexOf('}', brace);
+  const suffix = brace === -1 || close === -1 ? '' : route.path.slice(close + 1);
+  if (
+    brace !== -1 &&
+    (close === -1 ||
+      route.path.indexOf('{', brace + 1) !== -1 ||
+      (suffix !== '' && (route.leafErrors !== undefined || !suffix.startsWith('/'))))
+  ) {
+    throw new Error(
+      `route ${route.path}: only one {name}, at the end of the path or before a fixed /suffix, is supported`,
+    );
   }
   const methods = route.methods;
   const any = 'any' in methods ? methods.any : undefined;
@@ -194,6 +225,7 @@ function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label
   return {
     text: brace === -1 ? route.path : route.path.slice(0, brace),
     prefix: brace !== -1,
+    suffix,
     label: route.label,
     access: route.access,
     any,
@@ -204,6 +236,7 @@ function compile<Label extends string>(route: Route<Label>): CompiledRoute<Label
     query,
     issuesIds: route.issuesIds === true,
     rateLimited: route.rateLimited !== false,
+    methodAccess: new Map(Object.entries(route.methodAccess ?? {})),
   };
 }
 

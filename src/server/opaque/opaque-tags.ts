@@ -1,5 +1,6 @@
 import { FrondError } from '../../core/errors.js';
 import { parseFormat } from '../../core/id-format.js';
+import type { HeldRange } from '../../core/id-gaps.js';
 import { formatDomain, OpaqueCodec, type OpaqueDomain, parseDomain } from '../../core/opaque-codec.js';
 import type { SegmentAllocator } from '../../core/segment-allocator.js';
 import type { SegmentId } from '../../core/segment-buffer.js';
@@ -33,6 +34,10 @@ export class OpaqueTag {
   private queue: SegmentId[] = [];
   private at = 0;
   private refilling: Promise<void> | undefined;
+  /** Set by `retire`: the node is stopping, nothing more is taken from the allocator. */
+  private stopped = false;
+  /** Set once `retire` read the queue: a refill that ends later adds nothing to it. */
+  private drained = false;
 
   constructor(
     readonly tag: string,
@@ -44,6 +49,32 @@ export class OpaqueTag {
 
   get left(): number {
     return this.queue.length - this.at;
+  }
+
+  /**
+   * A clean stop: the segment IDs taken for this tag and not served, as ascending runs (the
+   * queue's encoded IDs decoded back, once the refill in flight settled). The queue is emptied and
+   * no refill starts again, so nothing reported here is served after: the hand-back may give it
+   * back to the table.
+   */
+  async retire(): Promise<HeldRange[]> {
+    this.stopped = true;
+    await this.refilling?.catch(() => undefined);
+    const rest = this.queue.slice(this.at);
+    this.queue = [];
+    this.at = 0;
+    this.drained = true;
+    if (rest.length === 0) return [];
+    const ids = this.codec
+      .decodeMany(rest.map((id) => BigInt(id)))
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const runs: HeldRange[] = [];
+    for (const id of ids) {
+      const last = runs[runs.length - 1];
+      if (last !== undefined && last.end === id) last.end = id + 1n;
+      else runs.push({ start: id, end: id + 1n, reason: 'opaque_look_ahead' });
+    }
+    return runs;
   }
 
   /** An encoded ID if one is ready, without waiting; starts a refill when few are left. */
@@ -78,6 +109,13 @@ export class OpaqueTag {
    */
   private refill(atLeast = 0): Promise<void> {
     if (this.refilling) return this.refilling;
+    if (this.stopped)
+      return Promise.reject(
+        new FrondError(
+          'SEGMENT_UNAVAILABLE',
+          `tag ${this.tag}: this node is stopping; retry on another node`,
+        ),
+      );
     const run = (async () => {
       const ids = await this.segment.nextMany(this.tag, Math.max(OPAQUE_BATCH, atLeast), this.key);
       // A batch that straddles the end of the domain serves what fits; past it, ID_RANGE_EXHAUSTED.
@@ -90,6 +128,8 @@ export class OpaqueTag {
         typeof id === 'number' ? id >= 1 && id <= capacityNumber : id >= 1n && id <= capacity;
       const fits = ids.every(inside) ? ids : ids.filter(inside);
       const encoded = await encodeInChunks(this.codec, fits.length === 0 ? ids : fits);
+      // Retired meanwhile (its look-ahead already read): nothing of this batch is served.
+      if (this.drained) return;
       this.queue = this.at === 0 ? this.queue.concat(encoded) : this.queue.slice(this.at).concat(encoded);
       this.at = 0;
     })();
@@ -205,6 +245,24 @@ export class OpaqueTags {
     readonly secret: OpaqueSecret | undefined,
     private readonly now: () => number = () => Date.now(),
   ) {}
+
+  /**
+   * A clean stop: every opaque tag's look-ahead (`OpaqueTag.retire`), by tag, for the allocator's
+   * hand-back (`extra`). The tags stop refilling at once.
+   */
+  async lookAhead(): Promise<Map<string, HeldRange[]>> {
+    const tags = [...this.learned.values()].flatMap((known) =>
+      known.mode instanceof OpaqueTag ? [known.mode] : [],
+    );
+    const held = new Map<string, HeldRange[]>();
+    await Promise.all(
+      tags.map(async (tag) => {
+        const runs = await tag.retire();
+        if (runs.length > 0) held.set(tag.tag, runs);
+      }),
+    );
+    return held;
+  }
 
   /** The secret's fingerprint, or null: for /readyz and `frond tag list`. */
   get fingerprint(): string | null {

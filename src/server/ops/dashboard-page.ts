@@ -95,6 +95,16 @@ function tagRow(t) {
     + '<td>' + next + '</td><td>' + fmt.format(t.step) + '</td><td class="rate">' + fmt.format(Math.round(t.rate)) + '</td>'
     + '<td>' + fmt.format(t.left) + '</td><td>' + runway(t.runwaySeconds) + '</td><td>' + t.loads + '</td>' + err + '</tr>';
 }
+// One line: the IDs given up for good, by reason (the store's frond_gaps), and what this node handed back.
+function gapLine(stats) {
+  if (!stats.gaps) return '';
+  const parts = Object.entries(stats.gaps).filter(([, g]) => g.ranges > 0)
+    .map(([reason, g]) => reason.replace(/_/g, ' ') + ' ' + fmt.format(BigInt(g.ids)) + ' in ' + fmt.format(g.ranges));
+  const total = Object.values(stats.gaps).reduce((sum, g) => sum + BigInt(g.ids), 0n);
+  return 'IDs given up for good: ' + fmt.format(total) + (parts.length ? ' (' + parts.join(', ') + ')' : '')
+    + ' · handed back at clean stops by this node: ' + fmt.format(BigInt(stats.handedBack || '0'))
+    + ' · list a tag's with frond tag gaps TAG';
+}
 function draw(stats) {
   const readiness = stats.readiness || { ready: true, checks: {} };
   const failing = Object.entries(readiness.checks).filter(([, c]) => !c.ok).map(([name, c]) => name + ': ' + c.detail);
@@ -157,6 +167,7 @@ function draw(stats) {
   // The date kept on one line: a break after one of its hyphens would make it hard to read.
   $('uptimeSub').innerHTML = 'since <span class="date">' + iso(stats.startedAt) + '</span>';
   drawChart(stats.history);
+  $('gaps').textContent = gapLine(stats);
   const rows = stats.tags.map(tagRow);
   $('tags').innerHTML = rows.length ? rows.join('') : '<tr><td colspan="10" class="muted">no tags yet</td></tr>';
   // Widths set through the DOM, not style attributes, which the page's CSP does not allow.
@@ -277,6 +288,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div class="cards">
 ${cards}
   </div>
+  <p id="gaps" class="muted"></p>
   <section>
     <h2>IDs per second, last 5 minutes</h2>
     <div class="legend"><span><i class="seg"></i>segment</span><span><i class="flake"></i>snowflake</span><span id="peak" class="muted"></span></div>

@@ -1,9 +1,10 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { FrondErrorCode } from '../../core/errors.js';
-import type { GapReason } from '../../core/id-gaps.js';
+import { GAP_REASONS, type GapReason } from '../../core/id-gaps.js';
 import type { CoreObserver } from '../../core/observer.js';
 import type { RequestObserver } from '../http/request-timing.js';
 import type { RouteLabel } from '../http/route-label.js';
+import type { GapTotals } from './gap-totals.js';
 import { RequestHistogram } from './request-histogram.js';
 import type { RequestTotals } from './request-window.js';
 import type { StatsSampler } from './stats-sampler.js';
@@ -38,6 +39,11 @@ export class Metrics implements RequestObserver, CoreObserver {
   private readonly loadSeconds: Histogram;
   /** Error answers so far by code, beside the counter: the sampler reads these once a second. */
   private readonly errorCounts: Partial<Record<FrondErrorCode, number>> = {};
+  private readonly givenUp: Counter<'reason'>;
+  private readonly handedBack: Counter;
+  private readonly givenUpCounts = new Map<GapReason, bigint>();
+  private handedBackCount = 0n;
+  private gapTotals: GapTotals | undefined;
 
   constructor(stats: StatsSampler) {
     const registers = [this.registry];
@@ -56,6 +62,33 @@ export class Metrics implements RequestObserver, CoreObserver {
       help: 'Time to reserve a segment in the store (successful loads; failures: frond_segment_loads_total)',
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
+    });
+    this.givenUp = new Counter({
+      name: 'frond_ids_given_up_total',
+      help: 'IDs this process recorded as gaps (never issued after, never to be), by reason: crash (held at a crash, reported at the next start), unsafe_hand_back, opaque_look_ahead, range_unused (a client returned them), fence',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of GAP_REASONS) this.givenUp.inc({ reason }, 0);
+    this.handedBack = new Counter({
+      name: 'frond_ids_handed_back_total',
+      help: 'IDs this process handed back to the table at a clean stop (the next grant of the tag starts at them)',
+      registers,
+    });
+    const gauges = () => this.gapTotals;
+    new Gauge({
+      name: 'frond_gap_ids',
+      help: 'IDs of every tag recorded in frond_gaps, by reason (the whole store, read at most every 10 s; absent before the first read)',
+      labelNames: ['reason'],
+      registers,
+      // Every process of a --workers node reads the same table.
+      aggregator: 'max',
+      async collect() {
+        const totals = await gauges()?.read();
+        this.reset();
+        if (totals === undefined) return;
+        for (const reason of GAP_REASONS) this.set({ reason }, Number(totals.get(reason)?.ids ?? 0n));
+      },
     });
     new Counter({
       name: 'frond_clock_backwards_total',
@@ -214,10 +247,31 @@ export class Metrics implements RequestObserver, CoreObserver {
     this.loadSeconds.observe(ms / 1000);
   }
 
-  // TODO(hand-back): the server's helper counts these.
-  idsGivenUp(_tag: string, _reason: GapReason, _count: bigint): void {}
+  /** `count` IDs recorded as gaps by this process (a crash reported at start, a client's unused range, a stop). */
+  idsGivenUp(_tag: string, reason: GapReason, count: bigint): void {
+    if (count <= 0n) return;
+    this.givenUp.inc({ reason }, Number(count));
+    this.givenUpCounts.set(reason, (this.givenUpCounts.get(reason) ?? 0n) + count);
+  }
 
-  idsHandedBack(_tag: string, _count: bigint): void {}
+  /** `count` IDs this process handed back to the table at its clean stop. */
+  idsHandedBack(_tag: string, count: bigint): void {
+    if (count <= 0n) return;
+    this.handedBack.inc(Number(count));
+    this.handedBackCount += count;
+  }
+
+  /** The gauge `frond_gap_ids` reads these at scrape: the store's frond_gaps summed by reason. */
+  attachGapTotals(totals: GapTotals): void {
+    this.gapTotals = totals;
+  }
+
+  /** What this process gave up and handed back since it started, exact (the counters are floats). */
+  gapCounts(): { givenUp: Record<GapReason, string>; handedBack: string } {
+    const givenUp = {} as Record<GapReason, string>;
+    for (const reason of GAP_REASONS) givenUp[reason] = (this.givenUpCounts.get(reason) ?? 0n).toString();
+    return { givenUp, handedBack: this.handedBackCount.toString() };
+  }
 
   async text(): Promise<string> {
     return this.registry.metrics();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { FrondError } from '../../core/errors.js';
+import type { Gap } from '../../core/id-gaps.js';
 import { formatDomain } from '../../core/opaque-codec.js';
 import { isCounterName, type SegmentAllocator } from '../../core/segment-allocator.js';
 import { assertValidTag, decodeTagPath } from '../../core/tag.js';
@@ -12,6 +13,7 @@ import { counterCounts } from '../opaque/format-setting.js';
 import type { OpaqueTags } from '../opaque/opaque-tags.js';
 import { addTag, opaqueJson, patchTag, removeTag, tagJson } from './admin-api.js';
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from './dashboard-page.js';
+import { gapJson, gapsPage, gapsQuery, recordReturnedRange } from './gap-routes.js';
 import type { Metrics } from './metrics.js';
 import type { Readiness } from './readiness.js';
 import type { StatsSampler } from './stats-sampler.js';
@@ -23,6 +25,8 @@ export interface OpsDeps {
   readiness: () => Readiness;
   /** In a `--workers` process: the whole node's metrics and stats (`cluster/worker-link.ts`), not this process's. */
   cluster?: { metricsText(): Promise<string>; stats(query?: StatsQuery): Promise<unknown> } | undefined;
+  /** Records gaps in the store (a client's returned range); absent when segment mode is off. */
+  recordGaps?: (gaps: readonly Gap[]) => Promise<void>;
 }
 
 /**
@@ -40,6 +44,8 @@ export interface OpsHandlers {
   patchTag: RouteHandler;
   removeTag: RouteHandler;
   decodeOpaque: RouteHandler;
+  listGaps: RouteHandler;
+  returnRange: RouteHandler;
 }
 
 export function createOpsHandlers(
@@ -145,6 +151,34 @@ export function createOpsHandlers(
           sendJson(res, 200, removed);
         })
         .catch(fail(res));
+    },
+
+    // Every gap of one start on one page: `next` is a start, and the page after begins above it.
+    listGaps(_req, res, raw, query) {
+      const tag = decodeTagPath(raw);
+      const { after, limit } = gapsQuery(query);
+      gapsPage(store(), tag, after, limit).then((page) => sendJson(res, 200, page), fail(res));
+    },
+
+    // A client's unused range (the SDK's close): recorded as a gap, counted as given up here.
+    returnRange(req, res, raw) {
+      const tag = decodeTagPath(raw);
+      const catalogue = store();
+      const record = deps.recordGaps;
+      if (record === undefined) throw disabled('segment', '--no-segment');
+      // A page on another origin may POST text/plain without asking first (a CORS simple
+      // request); JSON it can send only after a preflight, which frond never grants.
+      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? ''))
+        throw new FrondError(
+          'INVALID_ARGUMENT',
+          'send the range as application/json: {"start":"…","end":"…"}',
+        );
+      readBody(req)
+        .then((body) => recordReturnedRange({ catalogue, record, now: () => Date.now() }, tag, body))
+        .then((gap) => {
+          if (!gap.repeated) deps.metrics?.idsGivenUp(gap.tag, gap.reason, gap.end - gap.start);
+          sendJson(res, gap.repeated ? 200 : 201, { tag: gap.tag, ...gapJson(gap) });
+        }, fail(res));
     },
 
     // Support tooling: the segment ID (position in the tag's sequence) behind an opaque ID.

@@ -45,6 +45,7 @@ export class StatsSampler {
   private segment: SegmentAllocator | undefined;
   private snowflake: SnowflakeService | undefined;
   private requestTotals: (() => RequestTotals) | undefined;
+  private gapStats: (() => Pick<StatsSnapshot, 'gaps' | 'handedBack' | 'givenUp'>) | undefined;
   private readonly startedAt: number;
   private samples = 0;
   /** The busiest tags of the last pass, best first (up to max(metricsTags, DEFAULT_STATS_TAGS)). */
@@ -63,6 +64,11 @@ export class StatsSampler {
     this.keep = Math.max(options.metricsTags, DEFAULT_STATS_TAGS);
     this.labels = new TagLabels(options.metricsTags);
     this.startedAt = clock.now();
+  }
+
+  /** Where `snapshot` reads the gap totals and this process's hand-back counts (`ops-surface.ts`). */
+  attachGaps(read: () => Pick<StatsSnapshot, 'gaps' | 'handedBack' | 'givenUp'>): void {
+    this.gapStats = read;
   }
 
   /** What to sample; set once both modes have started. `requests`: `Metrics.requestTotals`. */
@@ -199,6 +205,7 @@ export class StatsSampler {
       requests: this.history.requests(),
       tagCount: segment?.size ?? 0,
       tags,
+      ...this.gapStats?.(),
       history: this.history.rates(),
       snowflake: snowflake
         ? {

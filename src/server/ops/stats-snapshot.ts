@@ -1,5 +1,7 @@
+import type { GapReason } from '../../core/id-gaps.js';
 import type { Range, SegmentBufferState, SegmentSlot } from '../../core/segment-buffer.js';
 import type { SnowflakeLayout } from '../../core/snowflake-layout.js';
+import type { GapTotalsJson } from './gap-totals.js';
 import type { RequestRates } from './request-window.js';
 
 /** One second of history: IDs handed out in it, by mode. */
@@ -60,6 +62,15 @@ export interface StatsSnapshot {
   tagCount: number;
   tags: TagStats[];
   history: RatePoint[];
+  /**
+   * The store's frond_gaps summed by reason (the whole table, read at most every 10 s; zeros before
+   * the first read). Absent when segment mode is off.
+   */
+  gaps?: GapTotalsJson;
+  /** IDs this process handed back to the table (at its stop: a running node shows `"0"`), as a string. */
+  handedBack?: string;
+  /** IDs this process recorded as gaps since it started, by reason (crash: reported at this start). */
+  givenUp?: Record<GapReason, string>;
   snowflake: {
     workerId: number;
     issued: number;

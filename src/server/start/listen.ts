@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
+import { type AddressInfo, createServer, type Server as NetServer, type Socket } from 'node:net';
 import { FrondError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { Handler } from '../http/app.js';
@@ -51,6 +51,7 @@ export async function listen(
     maxConnections,
     logger,
   });
+  trackConnections(server, tls !== undefined);
   const host = await bindHost(server, config, logger);
   const { port } = server.address() as AddressInfo;
   const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -147,10 +148,47 @@ function listenFailure(
 export function closeHttp(server: Server, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    // A keep-alive connection busy at the stop would be kept open after its answer, for the
+    // client's next request, until the timeout cuts it (6 s with Node 20's defaults): every answer
+    // not yet begun says `Connection: close` (Node ends the connection once it is written), and the
+    // connections that go idle meanwhile are closed every CLOSE_IDLE_EVERY_MS.
+    for (const socket of sockets.get(server) ?? []) closeAfter(socketAnswer(socket));
+    server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => closeAfter(res));
+    const sweep = setInterval(() => server.closeIdleConnections(), CLOSE_IDLE_EVERY_MS);
     server.close(() => {
       clearTimeout(timer);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();
+  });
+}
+
+/** How often a stopping server closes the keep-alive connections that went idle. */
+const CLOSE_IDLE_EVERY_MS = 50;
+
+/** The open connections of each server (`trackConnections`), not their requests: one entry a connection. */
+const sockets = new WeakMap<Server, Set<Socket>>();
+
+/** The answer a connection is writing now (Node keeps it on the socket), if any. */
+function socketAnswer(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+}
+
+function closeAfter(res: ServerResponse | undefined): void {
+  if (res !== undefined && !res.headersSent) res.shouldKeepAlive = false;
+}
+
+/**
+ * Keeps the server's open connections (one Set entry a connection, nothing per request), so that a
+ * stop can mark the answers in flight `Connection: close` (`closeHttp`). HTTPS hands requests on the
+ * TLS socket, which `secureConnection` gives.
+ */
+export function trackConnections(server: Server, tls: boolean): void {
+  const open = new Set<Socket>();
+  sockets.set(server, open);
+  server.on(tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
   });
 }

@@ -1,5 +1,7 @@
 import type { Clock } from '../../core/clock.js';
+import type { Gap } from '../../core/id-gaps.js';
 import type { SnowflakeService } from '../../core/snowflake-service.js';
+import { GapTotals, gapTotalsJson } from '../ops/gap-totals.js';
 import { Metrics } from '../ops/metrics.js';
 import type { OpsDeps } from '../ops/ops-handlers.js';
 import { readiness } from '../ops/readiness.js';
@@ -39,9 +41,16 @@ export function startOpsSurface(
   segment: SegmentMode | undefined,
   snowflake: SnowflakeService | undefined,
   cleanups: Cleanups,
+  clock: Clock,
 ): OpsDeps {
   const { stats, metrics } = ops;
   stats.attach(segment?.allocator, snowflake, () => metrics.requestTotals());
+  const gaps = segment && new GapTotals(segment.store, clock);
+  if (gaps) metrics.attachGapTotals(gaps);
+  stats.attachGaps(() => ({
+    ...(gaps && { gaps: gapTotalsJson(gaps.current()) }),
+    ...metrics.gapCounts(),
+  }));
   stats.start();
   cleanups.push(() => stats.stop());
   return {
@@ -49,5 +58,6 @@ export function startOpsSurface(
     metrics,
     readiness: () => readiness(segment?.allocator, snowflake, stats, segment?.opaque, segment?.declaration),
     cluster: config.cluster,
+    ...(segment && { recordGaps: (list: readonly Gap[]) => segment.recordGaps(list) }),
   };
 }

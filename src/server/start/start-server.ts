@@ -49,10 +49,16 @@ export async function startServer(
     cleanups.push(lockDataDir(config.dataDir));
     const ops = openOpsSurface(config, clock);
     const segment = config.segment
-      ? await openSegmentMode({ ...config, opaqueSecret }, clock, logger, ops.metrics, cleanups)
+      ? await openSegmentMode({ ...config, opaqueSecret }, clock, logger, ops.metrics, cleanups, {
+          node: nodeName(http.url),
+        })
       : undefined;
+    // Run at the stop after every port stopped taking requests (the RESP server's close and the
+    // HTTP and gRPC drain come first) and before the store closes: the unused IDs go back to the
+    // table, within --hand-back-timeout-ms. Never throws (SegmentAllocator.handBackAll).
+    if (segment) cleanups.push(() => segment.handBack(config.handBackTimeoutMs));
     const snowflake = config.snowflake ? await openSnowflakeMode(config, clock, logger, cleanups) : undefined;
-    const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups);
+    const opsDeps = startOpsSurface(ops, config, segment, snowflake, cleanups, clock);
     const rateLimiter = config.rateLimit > 0 ? new RateLimiter(config.rateLimit, clock) : undefined;
     if (resp) cleanups.push(serveResp(resp, config, segment, snowflake, logger, rateLimiter));
     http.serve(
@@ -101,6 +107,15 @@ export async function startServer(
     // Requests that waited for the start are cut: the node never served.
     await closeHttp(http.server, 0);
     throw error;
+  }
+}
+
+/** `http://127.0.0.1:8080` → `127.0.0.1:8080`: the node as frond_gaps names it. */
+export function nodeName(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
   }
 }
 

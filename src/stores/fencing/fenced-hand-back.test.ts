@@ -49,6 +49,28 @@ describe('FencedStore.handBack', () => {
     assert.deepEqual(await store.listGaps('t'), [], 'and no crash reported');
   });
 
+  it('a grant thrown away before a fence (the database went back) is a fence gap above the record', async () => {
+    const dir = dataDir();
+    const store = new MemoryStore();
+    await store.addTag({ tag: 't', step: 10, start: 1n });
+    const fenced = new FencedStore(store.primitive, { dataDir: dir, fenceSkip: SKIP });
+    await grantTwo(fenced, 't'); // [1,11) and [11,21)
+    // A restore from when the row was at 16: its next grant [16,26) starts below this node's 21.
+    const row = store.rows.get('t');
+    assert.ok(row);
+    row.maxId = 16n;
+    const next = await fenced.advance('t');
+    assert.equal(next?.maxId, 26n + BigInt(SKIP) + 10n, 'served above the fence');
+    // [16,21) may have been issued (by this node); [21,26) never was, and the fence skipped the rest.
+    assert.deepEqual(
+      (await store.listGaps('t')).map((gap) => [gap.start, gap.end, gap.reason, gap.node]),
+      [
+        [21n, 26n, 'fence', 'fence'],
+        [26n, 26n + BigInt(SKIP), 'fence', 'fence'],
+      ],
+    );
+  });
+
   it('still fences for a real loss after a hand-back', async () => {
     const dir = dataDir();
     const store = new MemoryStore();

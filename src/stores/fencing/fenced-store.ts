@@ -145,12 +145,14 @@ export class FencedStore implements SegmentStore {
           ...(identity === sentIdentity ? {} : { identity, seenIdentity: sentIdentity }),
         });
         lost = Math.max(lost, sentEpoch - epoch);
+        await this.discard(tag, allocation);
         await this.fence(epoch, sentEpoch, lost);
         continue;
       }
       const start = allocation.maxId - BigInt(allocation.step);
       const reached = this.highWater.state.tags.get(tag);
       if (reached !== undefined && start < reached) {
+        await this.discard(tag, allocation);
         this.logger.log('warn', 'segment.fence_needed', {
           tag,
           store: this.description,
@@ -259,6 +261,33 @@ export class FencedStore implements SegmentStore {
 
   close(): Promise<void> {
     return this.primitive.close();
+  }
+
+  /**
+   * A grant thrown away before a fence (the database went back): the part of it above this node's
+   * record of the tag was never issued by anyone this node knows of, and the fence's own gap starts
+   * at the row's max_id, above it; so it is recorded as a `fence` gap, or every ID of the tag would
+   * not be accounted for. Below the record the IDs may have been issued (by this node, before the
+   * database lost them). Never rejects: a gap that cannot be recorded only leaves the report short.
+   */
+  private async discard(tag: string, allocation: Allocation): Promise<void> {
+    const start = allocation.maxId - BigInt(allocation.step);
+    const reached = this.highWater.state.tags.get(tag);
+    const from = reached !== undefined && reached > start ? reached : start;
+    if (from >= allocation.maxId) return;
+    try {
+      await this.primitive.recordGaps([
+        { tag, start: from, end: allocation.maxId, reason: 'fence', node: 'fence', at: 0 },
+      ]);
+      this.observer?.idsGivenUp(tag, 'fence', allocation.maxId - from);
+    } catch (error) {
+      this.logger.log('warn', 'segment.fence_gap_unrecorded', {
+        tag,
+        start: from.toString(),
+        end: allocation.maxId.toString(),
+        error: describeError(error),
+      });
+    }
   }
 
   private advanceOnce(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {

@@ -1,6 +1,7 @@
 import type mysql from 'mysql2/promise';
 import { FrondError } from '../../core/errors.js';
 import { parseCounterName } from '../../core/id-format.js';
+import type { Gap, HandBackResult } from '../../core/id-gaps.js';
 import type { Logger } from '../../core/logger.js';
 import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
@@ -8,8 +9,9 @@ import { kindOf } from '../../core/tag-kind.js';
 import { errorCode, INT, MysqlConnections, type Sql } from '../../sql/mysql-connections.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
+import { gapsOf, lowestHeld, planHandBack } from '../hand-back-plan.js';
 import { type ExactText, NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest, HandBackRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
 import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
@@ -62,7 +64,37 @@ export const MYSQL_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   \`time_zone\` varchar(64) NOT NULL,
   PRIMARY KEY (\`biz_tag\`)
 ) ENGINE=InnoDB`,
+  // The IDs given up for good, [start_id, end_id) of a tag; created_at in ms by the server's clock.
+  // The tag is binary: a gap belongs to the tag spelled exactly so, as every grant is (exactTag),
+  // never to one that differs in case. The key is what a retry inserts again and the order
+  // listGaps pages in.
+  frond_gaps: `CREATE TABLE IF NOT EXISTS \`frond_gaps\` (
+  \`tag\` varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  \`start_id\` bigint NOT NULL,
+  \`end_id\` bigint NOT NULL,
+  \`reason\` varchar(32) NOT NULL,
+  \`node\` varchar(255) NOT NULL,
+  \`created_at\` bigint NOT NULL,
+  PRIMARY KEY (\`tag\`, \`start_id\`, \`end_id\`)
+) ENGINE=InnoDB`,
 };
+
+/** ms since the Unix epoch by the server's clock (UNIX_TIMESTAMP reads NOW in the session's zone). */
+const NOW_MS = 'SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED) AS ms';
+
+/** Rows per INSERT of gaps: a crash report of thousands of tags in statements of bounded size. */
+const GAPS_PER_INSERT = 500;
+
+/**
+ * Gaps inserted. Not INSERT IGNORE, which also turns a value too long for its column into a warning
+ * and writes it cut, nor ON DUPLICATE KEY UPDATE, which needs UPDATE on frond_gaps: a duplicate
+ * fails the statement alone (InnoDB rolls back the statement, not the transaction), and
+ * insertGapsIn then inserts the rows one by one, leaving those already recorded.
+ */
+const insertGaps = (rows: number) =>
+  `INSERT INTO frond_gaps (tag, start_id, end_id, reason, node, created_at) VALUES ${Array<string>(rows)
+    .fill(`(?, ${INT}, ${INT}, ?, ?, ${INT})`)
+    .join(', ')}`;
 
 /**
  * `column` holds the tag `?` spelled exactly (two parameters, both the tag). MySQL's and MariaDB's
@@ -222,6 +254,7 @@ const PROBE_ROW: Record<StoreTable, { columns: string; values: string }> = {
   frond_high_water: { columns: 'biz_tag, max_id', values: "'', 0" },
   frond_tag_options: { columns: 'biz_tag, opaque_domain, key_check', values: "'', '', ''" },
   frond_tag_formats: { columns: 'biz_tag, id_format, time_zone', values: "'', '', ''" },
+  frond_gaps: { columns: 'tag, start_id, end_id, reason, node, created_at', values: "'', 0, 0, '', '', 0" },
 };
 
 /**
@@ -405,6 +438,9 @@ class MysqlDialect implements SqlDialect {
         // the backup (300 IDs twice after a restore, on a row set lower before the dump). A tag
         // within the skip of 2^63 - 1 is raised to it, and so is used up, not overflowed.
         const skip = request.skip.toString();
+        // Every row locked and read as the fence finds it: what the fence skipped of each tag,
+        // [max_id before, max_id after), is recorded as a gap below.
+        const [before] = await sql('SELECT biz_tag, max_id FROM leaf_alloc FOR UPDATE');
         const [raised] = await sql(
           `UPDATE leaf_alloc SET max_id = CASE WHEN ${FENCE_FLOOR} > ${MAX_SEGMENT_ID} - ${INT} THEN ${MAX_SEGMENT_ID} ELSE ${FENCE_FLOOR} + ${INT} END`,
           [skip, skip],
@@ -430,12 +466,101 @@ class MysqlDialect implements SqlDialect {
             [floor, tag, floor],
           );
         }
+        // Some of these IDs may have been issued by the database that was lost, none after the fence.
+        const [after] = await sql('SELECT biz_tag, max_id FROM leaf_alloc FOR UPDATE');
+        const was = new Map(
+          (before as { biz_tag: string; max_id: string | number }[]).map((r) => [
+            r.biz_tag,
+            BigInt(r.max_id),
+          ]),
+        );
+        const [now] = await sql(NOW_MS);
+        const at = Number((now as { ms: string | number }[])[0]?.ms ?? 0);
+        const skipped: Gap[] = [];
+        for (const r of after as { biz_tag: string; max_id: string | number }[]) {
+          const start = was.get(r.biz_tag);
+          const end = BigInt(r.max_id);
+          if (start !== undefined && end > start)
+            skipped.push({ tag: r.biz_tag, start, end, reason: 'fence', node: 'fence', at });
+        }
+        await insertGapsIn(sql, skipped);
         const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
         await sql(
           `UPDATE frond_fence SET epoch = ${INT}, identity = ?, fenced_at = CURRENT_TIMESTAMP WHERE id = 1`,
           [String(epoch), identity],
         );
         return { epoch, identity, fenced: true, tags: (raised as mysql.ResultSetHeader).affectedRows };
+      }),
+    );
+  }
+
+  /**
+   * One transaction, every read that decides current (REPEATABLE READ: a plain SELECT reads the
+   * transaction's first snapshot, a locking one the newest row): the fence row shared (a fence
+   * waits), the tag's row locked as an advance locks it (LOCK_ROW: advances of other nodes wait),
+   * the record locked (it is written), then the gaps near the range by the first plain read; the
+   * decision is planHandBack's. A deadlock rolls it all back and it is tried again.
+   */
+  handBack(request: HandBackRequest): Promise<HandBackResult> {
+    const { tag } = request;
+    return this.withDeadlockRetry(() =>
+      this.connections.transaction('handBack', async (sql): Promise<HandBackResult> => {
+        const [fenceRows] = await sql(FENCE_ROW);
+        const fence = (fenceRows as { epoch: string; identity: string; server: string }[])[0];
+        const [rows] = await sql(`SELECT max_id FROM leaf_alloc WHERE ${exactTag('biz_tag')} FOR UPDATE`, [
+          tag,
+          tag,
+        ]);
+        const row = (rows as { max_id: string | number }[])[0];
+        const [records] = await sql('SELECT max_id FROM frond_high_water WHERE biz_tag = ? FOR UPDATE', [
+          tag,
+        ]);
+        const recorded = (records as { max_id: string | number }[])[0];
+        // A plain read, yet current: every read before it was a locking read, so this first
+        // consistent read makes the transaction's snapshot now, with the row already locked. (A
+        // locking read of frond_gaps would need UPDATE or DELETE on it on MySQL 8.0.22 and later.)
+        const [near] = await sql(
+          `SELECT start_id, end_id FROM frond_gaps WHERE tag = ? AND start_id < ${INT} AND end_id > ${INT}`,
+          [tag, request.to.toString(), lowestHeld(request).toString()],
+        );
+        const plan = planHandBack(request, {
+          maxId: row === undefined ? undefined : BigInt(row.max_id),
+          recorded: recorded === undefined ? undefined : BigInt(recorded.max_id),
+          fenceMatches:
+            fence !== undefined &&
+            fence.identity === fence.server &&
+            Number(fence.epoch) === request.epoch &&
+            fence.identity === request.identity,
+          claimed: (near as { start_id: string | number; end_id: string | number }[]).map((gap) => ({
+            start: BigInt(gap.start_id),
+            end: BigInt(gap.end_id),
+          })),
+        });
+        if (plan.returned !== undefined && !plan.alreadyReturned) {
+          const from = plan.returned.from.toString();
+          await sql(`UPDATE leaf_alloc SET max_id = ${INT} WHERE ${exactTag('biz_tag')}`, [from, tag, tag]);
+          if (recorded !== undefined)
+            await sql(`UPDATE frond_high_water SET max_id = ${INT} WHERE biz_tag = ?`, [from, tag]);
+        }
+        const [now] = await sql(NOW_MS);
+        const gaps = gapsOf(request, plan, Number((now as { ms: string | number }[])[0]?.ms ?? Date.now()));
+        await insertGapsIn(sql, gaps);
+        return { tag, returned: plan.returned, gaps };
+      }),
+    );
+  }
+
+  recordGaps(gaps: readonly Gap[]): Promise<void> {
+    const real = gaps.filter((gap) => gap.end > gap.start);
+    if (real.length === 0) return Promise.resolve();
+    return this.withDeadlockRetry(() =>
+      this.connections.transaction('recordGaps', async (sql) => {
+        const [now] = await sql(NOW_MS);
+        const at = Number((now as { ms: string | number }[])[0]?.ms ?? Date.now());
+        await insertGapsIn(
+          sql,
+          real.map((gap) => ({ ...gap, at })),
+        );
       }),
     );
   }
@@ -631,6 +756,36 @@ class MysqlDialect implements SqlDialect {
  * no lock name computed here could match exactly, and adds and removals are rare.
  */
 const TAGS_LOCK = 'frond_tags';
+
+/**
+ * `gaps` inserted in the caller's transaction, GAPS_PER_INSERT rows a statement; a statement that
+ * meets a gap already recorded is made again row by row, each duplicate left as it is.
+ */
+async function insertGapsIn(sql: Sql, gaps: readonly Gap[]): Promise<void> {
+  const valuesOf = (gap: Gap) => [
+    gap.tag,
+    gap.start.toString(),
+    gap.end.toString(),
+    gap.reason,
+    gap.node,
+    String(Math.round(gap.at)),
+  ];
+  for (let i = 0; i < gaps.length; i += GAPS_PER_INSERT) {
+    const chunk = gaps.slice(i, i + GAPS_PER_INSERT);
+    try {
+      await sql(insertGaps(chunk.length), chunk.flatMap(valuesOf));
+    } catch (error) {
+      if (errorCode(error) !== 'ER_DUP_ENTRY') throw error;
+      for (const gap of chunk) {
+        try {
+          await sql(insertGaps(1), valuesOf(gap));
+        } catch (each) {
+          if (errorCode(each) !== 'ER_DUP_ENTRY') throw each;
+        }
+      }
+    }
+  }
+}
 
 function serverIdentity(rows: unknown): string {
   const identity = (rows as { identity?: string }[])[0]?.identity;

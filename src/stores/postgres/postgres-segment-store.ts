@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { FrondError } from '../../core/errors.js';
 import { parseCounterName } from '../../core/id-format.js';
+import type { Gap, HandBackResult } from '../../core/id-gaps.js';
 import type { Logger } from '../../core/logger.js';
 import { MAX_SEGMENT_ID, rangeExhausted } from '../../core/segment-store.js';
 import { type NewTag, type OpaqueSetting, opaqueNameUsed } from '../../core/tag-catalogue.js';
@@ -8,8 +9,9 @@ import { kindOf } from '../../core/tag-kind.js';
 import { describeNetworkSql, type NetworkSqlConfig, type SqlValue } from '../../sql/network-sql.js';
 import { PostgresConnections, sqlState } from '../../sql/postgres-connections.js';
 import { formatRowNeeded, formatRowRemains } from '../format-rules.js';
+import { gapsOf, lowestHeld, planHandBack } from '../hand-back-plan.js';
 import { NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
-import type { FencedAdvance, FenceOutcome, FenceRequest } from '../segment-primitive.js';
+import type { FencedAdvance, FenceOutcome, FenceRequest, HandBackRequest } from '../segment-primitive.js';
 import { fenceFloor, ROW_GONE } from '../sql/fence-sql.js';
 import { type FormatRow, formatOf } from '../sql/leaf-rows.js';
 import { type SqlDialect, type SqlResult, SqlStore, type SqlStoreOptions } from '../sql/sql-store.js';
@@ -62,7 +64,51 @@ export const POSTGRES_FROND_DDL: Readonly<Record<FrondTable, string>> = {
   id_format VARCHAR(255) NOT NULL,
   time_zone VARCHAR(64)  NOT NULL
 )`,
+  // The IDs given up for good, [start_id, end_id) of a tag; created_at in ms by the server's clock.
+  // The key is what a retry inserts again (ON CONFLICT DO NOTHING) and the order listGaps pages in.
+  frond_gaps: `CREATE TABLE IF NOT EXISTS frond_gaps (
+  tag        VARCHAR(128) NOT NULL,
+  start_id   BIGINT       NOT NULL,
+  end_id     BIGINT       NOT NULL,
+  reason     VARCHAR(32)  NOT NULL,
+  node       VARCHAR(255) NOT NULL,
+  created_at BIGINT       NOT NULL,
+  PRIMARY KEY (tag, start_id, end_id)
+)`,
 };
+
+/** ms since the Unix epoch by the server's clock, as frond_gaps.created_at keeps it. */
+const NOW_MS = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
+
+/**
+ * Gaps of one tag inserted from arrays (`$1` the tag, `$2`/`$3` starts and ends, `$4` reasons, `$5`
+ * the node, `$6` the time): one statement whatever their number; one already recorded stays.
+ */
+const INSERT_GAPS = `INSERT INTO frond_gaps (tag, start_id, end_id, reason, node, created_at)
+  SELECT $1, g.s, g.e, g.r, $5, $6::bigint FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS g(s, e, r)
+  ON CONFLICT (tag, start_id, end_id) DO NOTHING`;
+
+/**
+ * Gaps of any tags, as recordGaps gets them (crash gaps of every tag a node held): arrays of tags,
+ * starts, ends, reasons and nodes, one time.
+ */
+const INSERT_ANY_GAPS = `INSERT INTO frond_gaps (tag, start_id, end_id, reason, node, created_at)
+  SELECT g.t, g.s, g.e, g.r, g.n, ${NOW_MS}
+    FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS g(t, s, e, r, n)
+  ON CONFLICT (tag, start_id, end_id) DO NOTHING`;
+
+/**
+ * The locks an advance takes before its statement, in the order every writer of a tag's row takes
+ * them (the fence row shared, then the tag's row), so that the advance's statement starts after
+ * they are held. Under READ COMMITTED a statement reads the tables other than the row it updates
+ * as they were when it started: an advance that started while a hand-back held the row, and waited
+ * for it, went on from the high-water record as it was before the hand-back lowered it, and skipped
+ * the IDs handed back without a gap (all of them lost, none twice). Started after the lock, its
+ * snapshot holds the hand-back's commit. The fence row first: a fence holds it, then every row.
+ */
+const LOCK_FOR_ADVANCE = `WITH f AS (SELECT 1 FROM frond_fence WHERE id = 1 FOR KEY SHARE)
+SELECT (SELECT count(*) FROM f) AS fenced,
+       (SELECT 1 FROM leaf_alloc WHERE biz_tag = $1 FOR UPDATE) AS locked`;
 
 /**
  * The database a statement runs on: the system identifier (a replica shares it) and the timeline
@@ -295,15 +341,16 @@ class PostgresDialect implements SqlDialect {
   }
 
   /**
-   * One advance statement, on a client of its own: a commit whose wait for a synchronous standby
-   * was cancelled fails it. Undefined: the tag has no row. ID_RANGE_EXHAUSTED: its next range would
+   * One advance statement, in a transaction on a client of its own after the locks it needs
+   * (LOCK_FOR_ADVANCE): a commit whose wait for a synchronous standby was cancelled fails it. Undefined: the tag has no row. ID_RANGE_EXHAUSTED: its next range would
    * pass 2^63 - 1 (from the snapshot's floor).
    */
   async advance(tag: string, step: number | undefined): Promise<FencedAdvance | undefined> {
     const statement = step === undefined ? ADVANCE_BY_TABLE_STEP : ADVANCE_BY;
-    const result = await this.connections.onClient((client) =>
-      client.query<AdvanceRow>({ ...statement, values: step === undefined ? [tag] : [tag, step] }),
-    );
+    const result = await this.connections.transaction(async (client) => {
+      await client.query({ text: LOCK_FOR_ADVANCE, values: [tag] });
+      return client.query<AdvanceRow>({ ...statement, values: step === undefined ? [tag] : [tag, step] });
+    });
     const row = result.rows[0];
     if (row === undefined) throw new Error('the advance returned no row');
     const epoch = row.epoch === null ? 0 : Number(row.epoch);
@@ -335,6 +382,88 @@ class PostgresDialect implements SqlDialect {
     return this.connections.transaction(async (client) => {
       await this.lockTags(client, 'fencing the database');
       return fenceIn(client, request);
+    });
+  }
+
+  /**
+   * One transaction, each decision read by a statement that starts after the locks it depends on
+   * are held (READ COMMITTED: a snapshot per statement): the fence row shared (a fence waits), the
+   * tag's row locked as an advance locks it (advances of other nodes wait), then the record (locked
+   * too: it is written) and the gaps near the range; the decision is planHandBack's.
+   */
+  handBack(request: HandBackRequest): Promise<HandBackResult> {
+    return this.connections.transaction(async (client) => {
+      const fence = (
+        await client.query<{ epoch: string; identity: string; current: boolean; now: string }>(
+          `SELECT f.epoch, f.identity, f.identity = ${IDENTITY_SQL} AS current, ${NOW_MS} AS now
+             FROM (SELECT 1) one LEFT JOIN (SELECT * FROM frond_fence WHERE id = 1 FOR KEY SHARE) f ON true`,
+        )
+      ).rows[0];
+      const row = (
+        await client.query<{ max_id: string }>({
+          text: 'SELECT max_id FROM leaf_alloc WHERE biz_tag = $1 FOR UPDATE',
+          values: [request.tag],
+        })
+      ).rows[0];
+      const recorded = (
+        await client.query<{ max_id: string }>({
+          text: 'SELECT max_id FROM frond_high_water WHERE biz_tag = $1 FOR UPDATE',
+          values: [request.tag],
+        })
+      ).rows[0];
+      const claimed = (
+        await client.query<{ start_id: string; end_id: string }>({
+          text: 'SELECT start_id, end_id FROM frond_gaps WHERE tag = $1 AND start_id < $2 AND end_id > $3',
+          values: [request.tag, request.to.toString(), lowestHeld(request).toString()],
+        })
+      ).rows.map((gap) => ({ start: BigInt(gap.start_id), end: BigInt(gap.end_id) }));
+      const plan = planHandBack(request, {
+        maxId: row === undefined ? undefined : BigInt(row.max_id),
+        recorded: recorded === undefined ? undefined : BigInt(recorded.max_id),
+        fenceMatches:
+          fence?.current === true &&
+          Number(fence.epoch) === request.epoch &&
+          fence.identity === request.identity,
+        claimed,
+      });
+      if (plan.returned !== undefined && !plan.alreadyReturned) {
+        const values = [request.tag, plan.returned.from.toString()];
+        await client.query({
+          text: 'UPDATE leaf_alloc SET max_id = $2, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $1',
+          values,
+        });
+        if (recorded !== undefined)
+          await client.query({ text: 'UPDATE frond_high_water SET max_id = $2 WHERE biz_tag = $1', values });
+      }
+      const gaps = gapsOf(request, plan, Number(fence?.now ?? Date.now()));
+      if (gaps.length > 0)
+        await client.query({
+          text: INSERT_GAPS,
+          values: [
+            request.tag,
+            gaps.map((gap) => gap.start.toString()),
+            gaps.map((gap) => gap.end.toString()),
+            gaps.map((gap) => gap.reason),
+            request.node,
+            String(gaps[0]?.at ?? 0),
+          ],
+        });
+      return { tag: request.tag, returned: plan.returned, gaps };
+    });
+  }
+
+  async recordGaps(gaps: readonly Gap[]): Promise<void> {
+    const real = gaps.filter((gap) => gap.end > gap.start);
+    if (real.length === 0) return;
+    await this.connections.query({
+      text: INSERT_ANY_GAPS,
+      values: [
+        real.map((gap) => gap.tag),
+        real.map((gap) => gap.start.toString()),
+        real.map((gap) => gap.end.toString()),
+        real.map((gap) => gap.reason),
+        real.map((gap) => gap.node),
+      ],
     });
   }
 
@@ -492,6 +621,11 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
   if (row.identity === identity && Number(row.epoch) > request.observedEpoch) {
     return { epoch: Number(row.epoch), identity, fenced: false, tags: 0 };
   }
+  // Every row locked and read as the fence finds it: what the fence skipped of each tag,
+  // [max_id before, max_id after), is recorded as a gap below.
+  const before = await client.query<{ biz_tag: string; max_id: string }>(
+    'SELECT biz_tag, max_id FROM leaf_alloc FOR UPDATE',
+  );
   const raised = await client.query(
     // Every tag up by the skip from its floor: a row put back lower by hand was granted from its
     // frond_high_water, and raised from max_id it could land below ranges served after the backup
@@ -525,6 +659,15 @@ async function fenceIn(client: pg.PoolClient, request: FenceRequest): Promise<Fe
       atLeast,
     );
   }
+  // Some of these IDs may have been issued by the database that was lost, none after the fence.
+  await client.query(
+    `INSERT INTO frond_gaps (tag, start_id, end_id, reason, node, created_at)
+       SELECT l.biz_tag, b.max_id, l.max_id, 'fence', 'fence', ${NOW_MS}
+         FROM unnest($1::text[], $2::bigint[]) AS b(biz_tag, max_id) JOIN leaf_alloc l ON l.biz_tag = b.biz_tag
+        WHERE l.max_id > b.max_id
+     ON CONFLICT (tag, start_id, end_id) DO NOTHING`,
+    [before.rows.map((r) => r.biz_tag), before.rows.map((r) => r.max_id)],
+  );
   const epoch = Math.max(Number(row.epoch), request.aboveEpoch) + 1;
   await client.query(
     'UPDATE frond_fence SET epoch = $1, identity = $2, fenced_at = CURRENT_TIMESTAMP WHERE id = 1',

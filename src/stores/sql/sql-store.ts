@@ -35,6 +35,7 @@ import {
   type FrondTable,
   LISTING,
   type Needs,
+  READING_GAPS,
   REMOVING,
   type Refusal,
   SERVING,
@@ -83,6 +84,10 @@ export interface SqlDialect {
   advance(tag: string, step: number | undefined): Promise<FencedAdvance | undefined>;
   /** `SegmentPrimitive.fence`, in the dialect's own transaction and statements. */
   fence(request: FenceRequest): Promise<FenceOutcome>;
+  /** `SegmentPrimitive.handBack`, in the dialect's own transaction and statements. */
+  handBack(request: HandBackRequest): Promise<HandBackResult>;
+  /** `SegmentPrimitive.recordGaps`: one transaction, insert-or-ignore on frond_gaps' key. */
+  recordGaps(gaps: readonly Gap[]): Promise<void>;
   /**
    * The row (and with `opaque` its setting, with `tag.format` its format row) in one transaction,
    * with the dialect's refusals (OPAQUE_TAG_FIXED, and format-rules.ts for formats); a duplicate key
@@ -118,6 +123,27 @@ export interface SqlStoreOptions {
    * created.
    */
   readOnly?: boolean | undefined;
+}
+
+/** A frond_gaps row as the drivers answer it: BIGINTs as text (PostgreSQL) or text/number (MySQL). */
+interface GapRow {
+  tag: string;
+  start_id: string | number | bigint;
+  end_id: string | number | bigint;
+  reason: GapReason;
+  node: string;
+  created_at: string | number | bigint;
+}
+
+function toGap(row: GapRow): Gap {
+  return {
+    tag: row.tag,
+    start: BigInt(row.start_id),
+    end: BigInt(row.end_id),
+    reason: row.reason,
+    node: row.node,
+    at: Number(row.created_at),
+  };
 }
 
 /** How long the diagnosis of a refused statement is reused (SqlStore.diagnosed). */
@@ -165,21 +191,51 @@ export class SqlStore implements OpenedStore {
     return this.operate(FENCING, () => this.dialect.fence(request));
   }
 
-  // TODO(hand-back): the stores' helper replaces these four.
-  async handBack(_request: HandBackRequest): Promise<HandBackResult> {
-    throw new FrondError('STORE_UNAVAILABLE', 'hand-back is not built yet');
+  handBack(request: HandBackRequest): Promise<HandBackResult> {
+    return this.operate(SERVING, () => this.dialect.handBack(request));
   }
 
-  async recordGaps(_gaps: readonly Gap[]): Promise<void> {
-    throw new FrondError('STORE_UNAVAILABLE', 'gaps are not recorded yet');
+  recordGaps(gaps: readonly Gap[]): Promise<void> {
+    if (gaps.length === 0) return Promise.resolve();
+    return this.operate(SERVING, () => this.dialect.recordGaps(gaps));
   }
 
-  async listGaps(_tag: string, _after?: bigint, _limit?: number): Promise<Gap[]> {
-    return [];
+  /**
+   * By frond_gaps' primary key (tag, start_id, end_id): the tag compared exactly (its column is
+   * binary on MySQL), `after` as an exact 64-bit integer, the limit a checked integer.
+   */
+  async listGaps(tag: string, after?: bigint, limit?: number): Promise<Gap[]> {
+    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0))
+      throw new FrondError('INVALID_ARGUMENT', `a gap listing's limit is a whole number, not ${limit}`);
+    const values: SqlValue[] = [tag];
+    let where = 'tag = ?';
+    if (after !== undefined) {
+      where += ` AND start_id > ${this.dialect.int}`;
+      values.push(after.toString());
+    }
+    const { rows } = await this.statement(
+      `SELECT tag, start_id, end_id, reason, node, created_at FROM frond_gaps WHERE ${where}
+        ORDER BY start_id, end_id${limit === undefined ? '' : ` LIMIT ${limit}`}`,
+      values,
+      READING_GAPS,
+    );
+    return (rows as GapRow[]).map(toGap);
   }
 
+  /** Summed by the database (PostgreSQL's SUM of BIGINT is NUMERIC, MySQL's DECIMAL: no overflow), read as text. */
   async gapTotals(): Promise<Map<GapReason, GapTotal>> {
-    return new Map();
+    const { rows } = await this.statement(
+      'SELECT reason, COUNT(*) AS ranges, SUM(end_id - start_id) AS ids FROM frond_gaps GROUP BY reason',
+      undefined,
+      READING_GAPS,
+    );
+    const totals = new Map<GapReason, GapTotal>();
+    for (const row of rows as { reason: GapReason; ranges: number | string; ids: number | string | bigint }[])
+      totals.set(row.reason, {
+        ranges: Number(row.ranges),
+        ids: BigInt(String(row.ids).split('.')[0] ?? '0'),
+      });
+    return totals;
   }
 
   /**

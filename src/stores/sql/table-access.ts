@@ -10,6 +10,7 @@ export const FROND_TABLES = [
   'frond_high_water',
   'frond_tag_options',
   'frond_tag_formats',
+  'frond_gaps',
 ] as const;
 
 export type FrondTable = (typeof FROND_TABLES)[number];
@@ -34,7 +35,7 @@ export interface Use {
 }
 
 /**
- * A node's segment loads, its fence and its tag list. A load reads the fence row under a lock
+ * A node's segment loads, its fence, its tag list and its clean stop. A load reads the fence row under a lock
  * (PostgreSQL asks UPDATE for FOR KEY SHARE: "permission denied for table frond_fence" with SELECT
  * alone), advances the row, records its max_id in frond_high_water (INSERT … ON CONFLICT / ON
  * DUPLICATE KEY UPDATE: both) and reads the tag's kind (frond_tag_options and frond_tag_formats);
@@ -50,17 +51,25 @@ export const SERVING: Use = {
     frond_high_water: ['SELECT', 'INSERT', 'UPDATE'],
     frond_tag_options: ['SELECT'],
     frond_tag_formats: ['SELECT'],
+    frond_gaps: ['SELECT', 'INSERT'],
   },
 };
 
-/** `frond db fence`: the fence and the count of tags it asks about. */
+/** `frond db fence`: the fence and the count of tags it asks about; what it skips is recorded as gaps. */
 export const FENCING: Use = {
   what: 'a fence',
   needs: {
     leaf_alloc: ['SELECT', 'UPDATE'],
     frond_fence: ['SELECT', 'INSERT', 'UPDATE'],
     frond_high_water: ['SELECT', 'UPDATE'],
+    frond_gaps: ['SELECT', 'INSERT'],
   },
+};
+
+/** `frond tag gaps`, the gap counters of /metrics and /v1/stats: frond_gaps read. */
+export const READING_GAPS: Use = {
+  what: 'reading the gaps',
+  needs: { frond_gaps: ['SELECT'] },
 };
 
 /** `frond tag list`, `/db`, `frond decode --tag`, `frond db check`: rows, opaque settings, formats. */

@@ -19,6 +19,7 @@ import {
 import { kindOf } from '../../core/tag-kind.js';
 import { makeDirectory } from '../../platform/directory.js';
 import { formatRowNeeded, formatRowRemains, refuseFormatWithOpaque } from '../format-rules.js';
+import { gapsOf, lowestHeld, planHandBack } from '../hand-back-plan.js';
 import { NEW_NAMES_ROW, ownRecordOf, recordOf, startsAfterFence } from '../new-names.js';
 import type { FencedAdvance, FenceOutcome, FenceRequest, HandBackRequest } from '../segment-primitive.js';
 import {
@@ -90,6 +91,22 @@ export const SQLITE_FENCE_DDL = `CREATE TABLE IF NOT EXISTS frond_fence (
   fenced_at TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
 )`;
 
+/**
+ * The IDs of each tag given up for good, as on PostgreSQL and MySQL: a range `[start_id, end_id)`,
+ * why (GapReason, src/core/id-gaps.ts), who gave it up, and when (ms since the Unix epoch, the
+ * machine's clock). The primary key is what a retry inserts again (INSERT OR IGNORE), and its
+ * order is the order `listGaps` pages in: by tag, then start.
+ */
+export const SQLITE_GAPS_DDL = `CREATE TABLE IF NOT EXISTS frond_gaps (
+  tag        VARCHAR(128) NOT NULL,
+  start_id   BIGINT       NOT NULL,
+  end_id     BIGINT       NOT NULL,
+  reason     VARCHAR(32)  NOT NULL,
+  node       VARCHAR(255) NOT NULL,
+  created_at BIGINT       NOT NULL,
+  PRIMARY KEY (tag, start_id, end_id)
+)`;
+
 /** Every table frond creates in the file, in order (`frond db init --print` shows them). */
 export const SQLITE_TABLES_DDL = [
   SQLITE_DDL,
@@ -97,6 +114,7 @@ export const SQLITE_TABLES_DDL = [
   SQLITE_HIGH_WATER_DDL,
   SQLITE_FENCE_DDL,
   SQLITE_FORMATS_DDL,
+  SQLITE_GAPS_DDL,
 ];
 
 /**
@@ -297,6 +315,38 @@ export class SqliteDatabase implements SqliteCalls {
       raiseRemovedTo: db.prepare(
         `UPDATE frond_high_water SET max_id = @maxId WHERE biz_tag = @tag AND max_id < @maxId AND ${ROW_GONE}`,
       ),
+      // The integer rows as a fence finds them and leaves them: what it skipped is a gap of each.
+      integerRows: db
+        .prepare("SELECT biz_tag, max_id FROM leaf_alloc WHERE typeof(max_id) = 'integer'")
+        .safeIntegers(true),
+      // ms since the Unix epoch by the machine's clock, as the networked stores take their server's.
+      now: db.prepare("SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS ms"),
+      insertGap: db.prepare(
+        'INSERT OR IGNORE INTO frond_gaps (tag, start_id, end_id, reason, node, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      // The gaps of a tag that overlap [@low, @to): the claimed guard of a hand-back.
+      claimed: db
+        .prepare(
+          'SELECT start_id, end_id FROM frond_gaps WHERE tag = @tag AND start_id < @to AND end_id > @low',
+        )
+        .safeIntegers(true),
+      handBackRow: db.prepare(
+        'UPDATE leaf_alloc SET max_id = @from, update_time = CURRENT_TIMESTAMP WHERE biz_tag = @tag AND max_id = @to',
+      ),
+      handBackRecord: db.prepare('UPDATE frond_high_water SET max_id = @from WHERE biz_tag = @tag'),
+      gapsFirst: db
+        .prepare(
+          'SELECT tag, start_id, end_id, reason, node, created_at FROM frond_gaps WHERE tag = ? ORDER BY start_id, end_id LIMIT ?',
+        )
+        .safeIntegers(true),
+      gapsAfter: db
+        .prepare(
+          'SELECT tag, start_id, end_id, reason, node, created_at FROM frond_gaps WHERE tag = ? AND start_id > ? ORDER BY start_id, end_id LIMIT ?',
+        )
+        .safeIntegers(true),
+      // Summed here, not by SUM(): SQLite's SUM of BIGINTs fails past 2^63 - 1, and a fence's gaps
+      // on a tag near the top can pass it in all.
+      allGaps: db.prepare('SELECT reason, start_id, end_id FROM frond_gaps').safeIntegers(true),
     };
   }
 
@@ -345,6 +395,7 @@ export class SqliteDatabase implements SqliteCalls {
         const found = Number(row.epoch);
         if (found > request.observedEpoch)
           return { epoch: found, identity: row.identity, fenced: false, tags: 0 };
+        const before = this.statements.integerRows.all() as { biz_tag: string; max_id: bigint }[];
         const tags = this.statements.raiseAll.run({ skip: request.skip }).changes;
         // The new-names record with them, made first where it is missing (new-names.ts).
         if (request.skip > 0n) this.statements.newNames.run();
@@ -352,6 +403,15 @@ export class SqliteDatabase implements SqliteCalls {
         for (const [tag, maxId] of request.atLeast) {
           this.statements.raiseTo.run({ tag, maxId });
           this.statements.raiseRemovedTo.run({ tag, maxId });
+        }
+        // What the fence skipped of each tag, [max_id before, max_id after), is a gap: some of it
+        // may have been issued by the copy that was lost, none of it after the fence.
+        const was = new Map(before.map((r) => [r.biz_tag, r.max_id]));
+        const at = this.now();
+        for (const after of this.statements.integerRows.all() as { biz_tag: string; max_id: bigint }[]) {
+          const start = was.get(after.biz_tag);
+          if (start !== undefined && after.max_id > start)
+            this.statements.insertGap.run(after.biz_tag, start, after.max_id, 'fence', 'fence', at);
         }
         const epoch = Math.max(found, request.aboveEpoch) + 1;
         this.statements.setFence.run(BigInt(epoch));
@@ -496,21 +556,83 @@ export class SqliteDatabase implements SqliteCalls {
       .immediate();
   }
 
-  // TODO(hand-back): the stores' helper replaces these four.
-  handBack(_request: HandBackRequest): HandBackResult {
-    throw new FrondError('STORE_UNAVAILABLE', 'hand-back is not built yet');
+  /**
+   * One IMMEDIATE transaction, so every advance of every process on the file waits for it: the
+   * fence row, the row, the record and the gaps already recorded near the range are read, the
+   * decision is planHandBack's (hand-back-plan.ts), and the tail (if any) and the gaps are written.
+   */
+  handBack(request: HandBackRequest): HandBackResult {
+    return this.db
+      .transaction((): HandBackResult => {
+        const fence = this.statements.fenceRow.get() as FenceRow | undefined;
+        const row = this.statements.readGrant.get(request.tag) as GrantRow | undefined;
+        const claimed = (
+          this.statements.claimed.all({ tag: request.tag, to: request.to, low: lowestHeld(request) }) as {
+            start_id: bigint;
+            end_id: bigint;
+          }[]
+        ).map((gap) => ({ start: gap.start_id, end: gap.end_id }));
+        const plan = planHandBack(request, {
+          // A max_id that is not an integer is served by no advance (`grant`): nothing goes back.
+          maxId: typeof row?.max_id === 'bigint' ? row.max_id : undefined,
+          recorded: row?.high_water ?? undefined,
+          fenceMatches:
+            fence !== undefined &&
+            Number(fence.epoch) === request.epoch &&
+            fence.identity === request.identity,
+          claimed,
+        });
+        if (plan.returned !== undefined && !plan.alreadyReturned) {
+          const { from, to } = plan.returned;
+          this.statements.handBackRow.run({ tag: request.tag, from, to });
+          if (row?.high_water !== null && row?.high_water !== undefined)
+            this.statements.handBackRecord.run({ tag: request.tag, from });
+        }
+        const gaps = gapsOf(request, plan, this.now());
+        this.insertGaps(gaps);
+        return { tag: request.tag, returned: plan.returned, gaps };
+      })
+      .immediate();
   }
 
-  recordGaps(_gaps: readonly Gap[]): void {
-    throw new FrondError('STORE_UNAVAILABLE', 'gaps are not recorded yet');
+  recordGaps(gaps: readonly Gap[]): void {
+    if (gaps.length === 0) return;
+    this.db.transaction(() => this.insertGaps(gaps, this.now())).immediate();
   }
 
-  listGaps(_tag: string, _after?: bigint, _limit?: number): Gap[] {
-    return [];
+  listGaps(tag: string, after?: bigint, limit?: number): Gap[] {
+    const rows =
+      after === undefined
+        ? this.statements.gapsFirst.all(tag, limit ?? -1)
+        : this.statements.gapsAfter.all(tag, after, limit ?? -1);
+    return (rows as GapRow[]).map(toGap);
   }
 
   gapTotals(): Map<GapReason, GapTotal> {
-    return new Map();
+    const totals = new Map<GapReason, GapTotal>();
+    for (const gap of this.statements.allGaps.iterate() as Iterable<{
+      reason: GapReason;
+      start_id: bigint;
+      end_id: bigint;
+    }>) {
+      const total = totals.get(gap.reason) ?? { ranges: 0, ids: 0n };
+      total.ranges++;
+      total.ids += gap.end_id - gap.start_id;
+      totals.set(gap.reason, total);
+    }
+    return totals;
+  }
+
+  /** ms since the Unix epoch, by the clock SQLite reads. */
+  private now(): number {
+    return Number((this.statements.now.get() as { ms: number | bigint }).ms);
+  }
+
+  /** Inside the caller's transaction; a gap already recorded (same tag, start and end) stays as it is. */
+  private insertGaps(gaps: readonly Gap[], at?: number): void {
+    for (const gap of gaps)
+      if (gap.end > gap.start)
+        this.statements.insertGap.run(gap.tag, gap.start, gap.end, gap.reason, gap.node, at ?? gap.at);
   }
 
   listFormats(): Map<string, FormatSetting> {
@@ -535,6 +657,27 @@ function opaqueSettingRemains(tag: string): FrondError {
     'OPAQUE_TAG_FIXED',
     `tag ${tag} was an opaque tag and its setting remains in frond_tag_options (a setting is never removed): a tag under that name is opaque under it; use a new name`,
   );
+}
+
+/** A frond_gaps row, its integers as SQLite's 64-bit integers (safeIntegers). */
+interface GapRow {
+  tag: string;
+  start_id: bigint;
+  end_id: bigint;
+  reason: GapReason;
+  node: string;
+  created_at: bigint;
+}
+
+function toGap(row: GapRow): Gap {
+  return {
+    tag: row.tag,
+    start: row.start_id,
+    end: row.end_id,
+    reason: row.reason,
+    node: row.node,
+    at: Number(row.created_at),
+  };
 }
 
 function toTagRow(row: RawRow): TagRow {
