@@ -144,6 +144,33 @@ function assertAccounted(result: Accounting, nodes: readonly Node[], gaps: reado
   );
 }
 
+/**
+ * A kill between a grant's commit and its journal line (a few ms, one fsync) loses that grant
+ * without a record: the database moved max_id, and no data dir knows the range, so no start can
+ * report it (seen in 7 of 38 kills under load, dense tags included: [301, 401) above the one grant the killed node logged). True
+ * when what is unaccounted is that case: one run of at most one step, above everything the killed
+ * process logged, which no process of `nodes` logged a grant of. Everything else must be accounted for.
+ */
+function unjournaledLoss(
+  result: Accounting,
+  step: number,
+  lastLogged: number,
+  nodes: readonly Node[],
+): boolean {
+  const runs = result.unaccountedRuns.map((run) => run.slice(1, -1).split(', ').map(Number));
+  return (
+    result.unaccounted > 0 &&
+    result.unaccounted <= step &&
+    runs.length === 1 &&
+    runs.every(
+      ([start, end]) =>
+        (start as number) >= lastLogged &&
+        (end as number) - (start as number) <= step &&
+        nodes.every((node) => node.trace(start as number).length === 0),
+    )
+  );
+}
+
 function assertClean(nodes: readonly Node[], load?: Load): void {
   if (load !== undefined)
     assert.deepEqual(load.failures.slice(0, 5), [], 'only 200 and 503 with Retry-After');
@@ -444,28 +471,85 @@ export function describeHandBack(dialect: HandBackDialect): void {
       // The restarted process counts what it reported (frond_ids_given_up_total, by reason).
       const counted = metrics.find((line) => line.startsWith('frond_ids_given_up_total{reason="crash"}'));
       assert.equal(Number(counted?.split(' ')[1]), crashIds, `crash IDs in /metrics: ${counted}`);
-      // A kill between a grant's commit and its journal line (a few ms, one fsync) loses that
-      // grant without a record: the database moved max_id, and no data dir knows the range, so no
-      // start can report it (seen in 2 of 15 runs: [301, 401) above the one grant the killed node
-      // logged). Bounded here to that case: one run of at most one step, above everything the
-      // killed process logged, which no process of either node logged a grant of; reported as a
-      // figure. Everything else must be accounted for.
-      const invisible = result.unaccountedRuns.map((run) => run.slice(1, -1).split(', ').map(Number));
-      const inFlight =
-        result.unaccounted <= STEP &&
-        invisible.length === 1 &&
-        invisible.every(
-          ([start, end]) =>
-            (start as number) >= lastLogged &&
-            (end as number) - (start as number) <= STEP &&
-            [a, b].every((node) => node.trace(start as number).length === 0),
-        );
+      const inFlight = unjournaledLoss(result, STEP, lastLogged, [a, b]);
       figure(
         t,
         `${name} SIGKILL: the killed node held ${crashIds} IDs in ${crash.length} crash gaps (its last grants ${JSON.stringify(grants.slice(-2))}), ${result.answeredInCrashGap} of them answered before the kill; ` +
           `${result.answered} IDs, ${result.duplicates} duplicates, ${result.unaccounted} unaccounted${result.unaccounted > 0 ? ` (${result.unaccountedRuns.join(' ')}: a grant in flight at the kill, in no journal)` : ''}; gaps: ${reasonFigure(gaps)}; metrics after the restart: ${metrics.filter((line) => !/ 0$/.test(line)).join(', ') || 'none'}; ${tables}`,
       );
       if (!inFlight) assertAccounted(result, [a, b], gaps);
+      else assert.equal(result.duplicates, 0, `${result.duplicates} IDs answered twice`);
+    });
+
+    it(`a dense tag: a SIGKILL loses at most one segment of the table's step, a SIGTERM restart goes on at the next ID (${name})`, {
+      timeout: BUDGET_MS,
+    }, async (t) => {
+      const opened = await open(t);
+      if (opened === undefined) return;
+      const { backend, auditor } = opened;
+      const STEP = 100;
+      const tag = await addTag(backend, STEP);
+      // --max-step above the table's step: a dense tag keeps the table's step all the same.
+      const a = await Node.create('node A', backend.store, ['--dense-tag', tag, '--max-step', '10000']);
+      const load = new Load(tag);
+      let grants: [number, number][] = [];
+      const seams: string[] = [];
+      const ids: number[] = [];
+      try {
+        await a.start();
+        load.add(a, 2, 2);
+        await sleep(600);
+        assert.equal(await a.stop('SIGKILL'), 'SIGKILL');
+        grants = (a.retired[0]?.logs ?? [])
+          .filter((line) => line.includes('"event":"segment.loaded"'))
+          .map((line) => JSON.parse(line) as { start: string; max: string })
+          .map((event): [number, number] => [Number(event.start), Number(event.max)]);
+        await a.start();
+        await sleep(300);
+        await load.stop();
+        // Clean restarts, one client: the next ID after each.
+        for (let r = 0; r < 2; r++) {
+          const before = await takeIds(a, tag, 5);
+          assert.equal(await a.restart('SIGTERM'), 0);
+          const next = await takeIds(a, tag, 5);
+          seams.push(`${before[before.length - 1]}→${next[0]}`);
+          assert.equal(next[0], (before[before.length - 1] as number) + 1, `restart ${r + 1}`);
+          ids.push(...before, ...next);
+        }
+        assert.equal(await a.stop('SIGTERM'), 0);
+      } finally {
+        await load.stop();
+        await killAll([a]);
+      }
+      assertClean([a], load);
+      const gaps = await listGaps(auditor.url, tag);
+      const maxId = Number(await maxIdOf(backend, tag));
+      const result = account([...load.ids, ...ids], gaps, 1, maxId);
+      const tables = await assertConsistent(backend, tag, result, gaps);
+      const crash = gaps.filter((gap) => gap.reason === 'crash');
+      const crashIds = crash.reduce((sum, gap) => sum + gap.end - gap.start, 0);
+      // Every grant of the dense tag is one table step, and it held one at a time.
+      for (const [start, end] of grants) assert.equal(end - start, STEP, `grant [${start}, ${end})`);
+      const lastLogged = Math.max(...grants.map(([, end]) => end));
+      const inFlight = unjournaledLoss(result, STEP, lastLogged, [a]);
+      // What the kill lost: the crash gaps' IDs never answered, and a grant in no journal. The
+      // report itself may be larger: it lists the last two grants, as for any tag (an upper bound;
+      // the older one was used up before the newer was loaded, so its IDs were answered).
+      // Bounded by the segment it held and what its two clients had in flight (a batch of 20
+      // each, taken from the buffer and cut with the connection: 119 of 140 seen).
+      const lost = crashIds - result.answeredInCrashGap + (inFlight ? result.unaccounted : 0);
+      const IN_FLIGHT = 2 * 20;
+      assert.ok(
+        lost <= STEP + IN_FLIGHT,
+        `the kill lost ${lost} IDs, more than one step of ${STEP} and ${IN_FLIGHT} in flight`,
+      );
+      assert.ok(crash.length <= 2 && crashIds <= 2 * STEP, `${crashIds} IDs in ${crash.length} crash gaps`);
+      figure(
+        t,
+        `${name} dense tag: ${grants.length} grants of ${STEP} before the kill, which lost ${lost} IDs; the report lists ${crashIds} IDs in ${crash.length} crash gaps (${result.answeredInCrashGap} of them answered before the kill); seams after SIGTERM ${seams.join(', ')}; ` +
+          `${result.answered} IDs, ${result.duplicates} duplicates, ${result.unaccounted} unaccounted${inFlight ? ' (a grant in flight at the kill, in no journal)' : ''}; gaps: ${reasonFigure(gaps)}; ${tables}`,
+      );
+      if (!inFlight) assertAccounted(result, [a], gaps);
       else assert.equal(result.duplicates, 0, `${result.duplicates} IDs answered twice`);
     });
 
