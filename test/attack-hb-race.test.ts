@@ -156,99 +156,92 @@ for (const target of targets) {
     // IDs (another node's grant since may have been exactly the tail's size, putting max_id back
     // at `to`, which reads as "nobody granted since"): SegmentPrimitive.handBack says it is never
     // retried, and nothing in frond does (an unknown outcome becomes crash gaps at the next start).
-    for (const retry of [false]) {
-      it(`${ACTORS} nodes and a Leaf server, step ${STEP}, ${ROUNDS} stops each: every ID once or in a gap, never both`, async (t) => {
-        const opened = await target.open(t);
-        if (opened === undefined) return;
-        const stores = Array.from({ length: ACTORS }, () => openStore(opened.url));
-        const tag = randomTag('race');
-        try {
-          await stores[0]?.addTag({ tag, step: STEP, start: 1n });
-          await grant(stores[0] as OpenedStore, tag).then(async (first) => {
-            // The first grant handed back whole: the row back at 1.
-            await stores[0]?.handBack({
-              tag,
-              held: [held(first.start, first.end)],
-              to: first.end,
-              epoch: first.epoch,
-              identity: first.identity,
-              node: 'n0',
-            });
+    it(`${ACTORS} nodes and a Leaf server, step ${STEP}, ${ROUNDS} stops each: every ID once or in a gap, never both`, async (t) => {
+      const opened = await target.open(t);
+      if (opened === undefined) return;
+      const stores = Array.from({ length: ACTORS }, () => openStore(opened.url));
+      const tag = randomTag('race');
+      try {
+        await stores[0]?.addTag({ tag, step: STEP, start: 1n });
+        await grant(stores[0] as OpenedStore, tag).then(async (first) => {
+          // The first grant handed back whole: the row back at 1.
+          await stores[0]?.handBack({
+            tag,
+            held: [held(first.start, first.end)],
+            to: first.end,
+            epoch: first.epoch,
+            identity: first.identity,
+            node: 'n0',
           });
-          const served = new Map<bigint, string>();
-          const twice: string[] = [];
-          const serve = (id: bigint, who: string) => {
-            const before = served.get(id);
-            if (before !== undefined) twice.push(`${id} by ${before} and ${who}`);
-            served.set(id, who);
-          };
-          let returned = 0;
-          const node = async (n: number) => {
-            const store = stores[n] as OpenedStore;
-            const next = random(1_000 + n * 7919);
-            for (let round = 0; round < ROUNDS; round++) {
-              const current = await grant(store, tag);
-              const use = Math.floor(next() * (STEP + 1));
-              for (let id = current.start; id < current.start + BigInt(use); id++) serve(id, `n${n}`);
-              const ranges = [held(current.start + BigInt(use), current.end)];
-              let last = current;
-              if (next() < 0.5) {
-                last = await grant(store, tag);
-                ranges.push(held(last.start, last.end));
-              }
-              const request = {
-                tag,
-                held: ranges,
-                to: last.end,
-                epoch: last.epoch,
-                identity: last.identity,
-                node: `n${n}`,
-              };
-              const result = await store.handBack(request);
-              if (result.returned !== undefined) returned++;
-              if (retry) {
-                // The first answer lost after its commit: the caller asks again, a little later.
-                await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 3)));
-                await store.handBack(request);
-              }
+        });
+        const served = new Map<bigint, string>();
+        const twice: string[] = [];
+        const serve = (id: bigint, who: string) => {
+          const before = served.get(id);
+          if (before !== undefined) twice.push(`${id} by ${before} and ${who}`);
+          served.set(id, who);
+        };
+        let returned = 0;
+        const node = async (n: number) => {
+          const store = stores[n] as OpenedStore;
+          const next = random(1_000 + n * 7919);
+          for (let round = 0; round < ROUNDS; round++) {
+            const current = await grant(store, tag);
+            const use = Math.floor(next() * (STEP + 1));
+            for (let id = current.start; id < current.start + BigInt(use); id++) serve(id, `n${n}`);
+            const ranges = [held(current.start + BigInt(use), current.end)];
+            let last = current;
+            if (next() < 0.5) {
+              last = await grant(store, tag);
+              ranges.push(held(last.start, last.end));
             }
-          };
-          const leaf = async () => {
-            for (let round = 0; round < LEAF_ROUNDS; round++) {
-              const range = await opened.leaf(tag);
-              for (let id = range.start; id < range.end; id++) serve(id, 'leaf');
-              await new Promise((resolve) => setTimeout(resolve, 2));
-            }
-          };
-          await Promise.all([...stores.map((_, n) => node(n)), leaf()]);
-          const row = await stores[0]?.tag(tag);
-          const maxId = row?.maxId as bigint;
-          const gaps = await (stores[0] as OpenedStore).listGaps(tag);
-          const inGap = (id: bigint) => gaps.find((gap) => gap.start <= id && id < gap.end);
-          const both: string[] = [];
-          const lost: bigint[] = [];
-          for (let id = 1n; id < maxId; id++) {
-            const gap = inGap(id);
-            const who = served.get(id);
-            if (who !== undefined && gap !== undefined)
-              both.push(
-                `${id} served by ${who} and in ${gap.reason} gap [${gap.start}, ${gap.end}) of ${gap.node}`,
-              );
-            if (who === undefined && gap === undefined) lost.push(id);
+            const request = {
+              tag,
+              held: ranges,
+              to: last.end,
+              epoch: last.epoch,
+              identity: last.identity,
+              node: `n${n}`,
+            };
+            const result = await store.handBack(request);
+            if (result.returned !== undefined) returned++;
           }
-          const above = [...served.keys()].filter((id) => id >= maxId);
-          t.diagnostic(
-            `${served.size} IDs served, max_id ${maxId}, ${gaps.length} gaps, ${returned} tails handed back`,
-          );
-          assert.deepEqual(twice.slice(0, 5), [], 'no ID served twice');
-          assert.deepEqual(above.slice(0, 5), [], 'no ID served at or above the final max_id');
-          assert.deepEqual(lost.slice(0, 5), [], 'every ID below max_id served or in a gap');
-          assert.deepEqual(both.slice(0, 5), [], 'no served ID in a gap');
-        } finally {
-          await Promise.all(stores.map((store) => store.close()));
-          await opened.done();
+        };
+        const leaf = async () => {
+          for (let round = 0; round < LEAF_ROUNDS; round++) {
+            const range = await opened.leaf(tag);
+            for (let id = range.start; id < range.end; id++) serve(id, 'leaf');
+            await new Promise((resolve) => setTimeout(resolve, 2));
+          }
+        };
+        await Promise.all([...stores.map((_, n) => node(n)), leaf()]);
+        const row = await stores[0]?.tag(tag);
+        const maxId = row?.maxId as bigint;
+        const gaps = await (stores[0] as OpenedStore).listGaps(tag);
+        const inGap = (id: bigint) => gaps.find((gap) => gap.start <= id && id < gap.end);
+        const both: string[] = [];
+        const lost: bigint[] = [];
+        for (let id = 1n; id < maxId; id++) {
+          const gap = inGap(id);
+          const who = served.get(id);
+          if (who !== undefined && gap !== undefined)
+            both.push(
+              `${id} served by ${who} and in ${gap.reason} gap [${gap.start}, ${gap.end}) of ${gap.node}`,
+            );
+          if (who === undefined && gap === undefined) lost.push(id);
         }
-      });
-    }
+        const above = [...served.keys()].filter((id) => id >= maxId);
+        t.diagnostic(
+          `${served.size} IDs served, max_id ${maxId}, ${gaps.length} gaps, ${returned} tails handed back`,
+        );
+        assert.deepEqual(twice.slice(0, 5), [], 'no ID served twice');
+        assert.deepEqual(above.slice(0, 5), [], 'no ID served at or above the final max_id');
+        assert.deepEqual(lost.slice(0, 5), [], 'every ID below max_id served or in a gap');
+        assert.deepEqual(both.slice(0, 5), [], 'no served ID in a gap');
+      } finally {
+        await Promise.all(stores.map((store) => store.close()));
+        await opened.done();
+      }
+    });
   });
 }

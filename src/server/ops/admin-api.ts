@@ -11,7 +11,8 @@ import {
 } from '../../core/tag-catalogue.js';
 import { newFormatSetting, removeTagAndCounters } from '../opaque/format-setting.js';
 
-function parseObject(text: string, allowed: readonly string[]): Record<string, unknown> {
+/** The body as a JSON object of `allowed` fields only; anything else is INVALID_ARGUMENT in one line. */
+export function parseObject(text: string, allowed: readonly string[]): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -48,15 +49,22 @@ function integerField(
 }
 
 /**
+ * An ID in a body: a JSON number while it is a safe integer, else a decimal string (a JSON number
+ * above 2^53 has already been rounded by the time it is read, so it is refused, not guessed).
+ */
+export function idValue(value: unknown): bigint | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  return typeof value === 'string' ? parseDecimal(value) : undefined;
+}
+
+/**
  * `start` of a new tag: a JSON number while it is a safe integer, else a decimal string (a JSON
  * number above 2^53 has already been rounded by the time it is read, so it is refused, not guessed).
  */
 function startField(body: Record<string, unknown>, step: number): bigint {
   const value = body.start;
   if (value === undefined) return assertStart(1n, step);
-  let start: bigint | undefined;
-  if (typeof value === 'number' && Number.isSafeInteger(value)) start = BigInt(value);
-  else if (typeof value === 'string') start = parseDecimal(value);
+  const start = idValue(value);
   if (start === undefined) {
     throw new FrondError(
       'INVALID_ARGUMENT',

@@ -5,6 +5,7 @@ import type { Gap } from '../../core/id-gaps.js';
 import { assertValidTag, parseDecimal } from '../../core/tag.js';
 import { type TagCatalogue, tagNotFound } from '../../core/tag-catalogue.js';
 import { MAX_RANGE_COUNT } from '../ids/v1-handlers.js';
+import { idValue, parseObject } from './admin-api.js';
 
 /** A page holds this many gaps unless `?limit=` says otherwise. */
 export const DEFAULT_GAPS_LIMIT = 100;
@@ -57,7 +58,7 @@ export function gapsQuery(query: string): { after: bigint | undefined; limit: nu
   const limitText = params.get('limit');
   let after: bigint | undefined;
   if (afterText !== null) {
-    after = /^-?[0-9]{1,19}$/.test(afterText) ? parseDecimal(afterText) : undefined;
+    after = parseDecimal(afterText);
     if (after === undefined)
       throw new FrondError(
         'INVALID_ARGUMENT',
@@ -109,14 +110,6 @@ export interface ReturnedRangeDeps {
   now(): number;
 }
 
-/**
- * `POST /v1/tags/{tag}/gaps` with `{"start": "1000", "end": "1500"}`: a client returns `[start, end)`,
- * the unused part of a range it was granted (the SDK's close), recorded as `range_unused` by node
- * `client`. The IDs are not issued again: the record says where they went. Refused (400
- * INVALID_ARGUMENT): not a JSON object of those two fields as decimal strings, `start >= end`, more
- * than MAX_RETURNED_IDS IDs, or a range that reaches above the row's max_id (not issued yet, so
- * not the client's to return); 404 TAG_NOT_FOUND without a row.
- */
 /** A recorded return; `repeated` when frond_gaps held that very range already (a retried close). */
 export interface ReturnedRange extends Gap {
   repeated?: true;
@@ -128,6 +121,14 @@ export interface ReturnedRange extends Gap {
  */
 const SAME_START_READ = 100;
 
+/**
+ * `POST /v1/tags/{tag}/gaps` with `{"start": "1000", "end": "1500"}`: a client returns `[start, end)`,
+ * the unused part of a range it was granted (the SDK's close), recorded as `range_unused` by node
+ * `client`. The IDs are not issued again: the record says where they went. Refused (400
+ * INVALID_ARGUMENT): not a JSON object of those two fields as decimal strings, `start >= end`, more
+ * than MAX_RETURNED_IDS IDs, or a range that reaches above the row's max_id (not issued yet, so
+ * not the client's to return); 404 TAG_NOT_FOUND without a row.
+ */
 export async function recordReturnedRange(
   deps: ReturnedRangeDeps,
   rawTag: string,
@@ -163,27 +164,13 @@ export async function recordReturnedRange(
 }
 
 function rangeBody(text: string): { start: bigint; end: bigint } {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new FrondError('INVALID_ARGUMENT', 'the body is not JSON');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new FrondError('INVALID_ARGUMENT', 'the body must be a JSON object: {"start": "…", "end": "…"}');
-  const body = value as Record<string, unknown>;
-  const unknown = Object.keys(body).find((key) => key !== 'start' && key !== 'end');
-  if (unknown !== undefined)
-    throw new FrondError('INVALID_ARGUMENT', `unknown field ${JSON.stringify(unknown)}; allowed: start, end`);
+  const body = parseObject(text, ['start', 'end']);
   return { start: idField(body, 'start'), end: idField(body, 'end') };
 }
 
 /** An ID of the body: a decimal string (any 64-bit value), or a JSON number while it is exact. */
 function idField(body: Record<string, unknown>, field: 'start' | 'end'): bigint {
-  const value = body[field];
-  let id: bigint | undefined;
-  if (typeof value === 'string' && /^-?[0-9]{1,19}$/.test(value)) id = parseDecimal(value);
-  else if (typeof value === 'number' && Number.isSafeInteger(value)) id = BigInt(value);
+  const id = idValue(body[field]);
   if (id === undefined)
     throw new FrondError(
       'INVALID_ARGUMENT',
