@@ -7,38 +7,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import type { HandBackResult } from '../src/core/id-gaps.js';
-import type { LogEvent, Logger } from '../src/core/logger.js';
 import { FencedStore } from '../src/stores/fencing/fenced-store.js';
 import { openStore } from '../src/stores/store-registry.js';
-import { runFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
-import { testDatabase } from './support/test-database.js';
+import { recordingLogger, storeTargets } from './support/store-targets.js';
 
 const SKIP = 1_000;
-const postgres = testDatabase('postgres');
-const mariadb = testDatabase('mysql');
-after(() => Promise.all([postgres.drop(), mariadb.drop()]));
-
-const targets: { name: string; url(t: TestContext): Promise<string | undefined> }[] = [
-  { name: 'PostgreSQL', url: async (t) => (await postgres.open(t))?.url },
-  { name: 'MariaDB', url: async (t) => (await mariadb.open(t))?.url },
-  {
-    name: 'SQLite',
-    async url() {
-      const store = `sqlite:${join(tempDir('frond-attack-af-'), 'frond.db')}`;
-      const init = await runFrond(['db', 'init', '--store', store]);
-      assert.equal(init.code, 0, init.stderr);
-      return store;
-    },
-  },
-];
-
-function recording(): Logger & { events: LogEvent[] } {
-  const events: LogEvent[] = [];
-  return { events, log: (_level, event) => events.push(event) };
-}
+const targets = storeTargets(['postgres', 'mysql', 'sqlite'], 'frond-attack-af-');
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'frond-attack-af-'));
 
@@ -63,7 +40,7 @@ for (const target of targets) {
         await raw.addTag({ tag, step: 10, start: 1n });
         const dir = dataDir();
         for (let round = 0; round < 12; round++) {
-          const logger = recording();
+          const logger = recordingLogger();
           const node: FencedStore = new FencedStore(openStore(url), {
             dataDir: dir,
             fenceSkip: SKIP,
@@ -108,7 +85,7 @@ for (const target of targets) {
           await node.close();
         }
         // The last start of the node, and a grant: no fence, no ID twice.
-        const logger = recording();
+        const logger = recordingLogger();
         const last = new FencedStore(openStore(url), {
           dataDir: dataDir(),
           fenceSkip: SKIP,

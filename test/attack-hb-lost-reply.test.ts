@@ -1,7 +1,9 @@
 // Attack on "every gap is visible": a segment load the database commits but whose answer never
 // reaches the node (the reply lost on the way back: a network cut after the COMMIT), then a
 // SIGTERM. The node never learnt of that grant, so neither its hand-back nor its next start's crash
-// report names it. Every ID from the first served to the last must be served or listed.
+// report names it: every ID from the first served to the last must be served or listed, but that
+// one grant (one run of at most one step, docs/databases.md). Then the same for a hand-back whose
+// answer is lost: its tail may be listed as a crash, never as another gap.
 import assert from 'node:assert/strict';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';

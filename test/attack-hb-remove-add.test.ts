@@ -7,36 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it, type TestContext } from 'node:test';
-import type { LogEvent, Logger } from '../src/core/logger.js';
+import { describe, it } from 'node:test';
 import { FencedStore } from '../src/stores/fencing/fenced-store.js';
 import { openStore } from '../src/stores/store-registry.js';
-import { runFrond, tempDir } from './support/frond-process.js';
 import { randomTag } from './support/random-tag.js';
-import { testDatabase } from './support/test-database.js';
+import { recordingLogger, storeTargets } from './support/store-targets.js';
 
-const postgres = testDatabase('postgres');
-const mariadb = testDatabase('mysql');
-after(() => Promise.all([postgres.drop(), mariadb.drop()]));
-
-const targets: { name: string; url(t: TestContext): Promise<string | undefined> }[] = [
-  { name: 'PostgreSQL', url: async (t) => (await postgres.open(t))?.url },
-  { name: 'MariaDB', url: async (t) => (await mariadb.open(t))?.url },
-  {
-    name: 'SQLite',
-    async url() {
-      const store = `sqlite:${join(tempDir('frond-attack-ra-'), 'frond.db')}`;
-      const init = await runFrond(['db', 'init', '--store', store]);
-      assert.equal(init.code, 0, init.stderr);
-      return store;
-    },
-  },
-];
-
-function recording(): Logger & { events: LogEvent[] } {
-  const events: LogEvent[] = [];
-  return { events, log: (_level, event) => events.push(event) };
-}
+const targets = storeTargets(['postgres', 'mysql', 'sqlite'], 'frond-attack-ra-');
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'frond-attack-ra-'));
 
@@ -48,7 +25,7 @@ for (const target of targets) {
         if (url === undefined) return;
         const tag = randomTag('ra');
         const raw = openStore(url);
-        const logger = recording();
+        const logger = recordingLogger();
         const served = new Map<bigint, string>();
         const twice: string[] = [];
         const serve = (from: bigint, to: bigint, who: string) => {
